@@ -1,0 +1,544 @@
+package allocator
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Interval is a half-open time interval [Start, End).
+type Interval struct{ Start, End time.Time }
+
+// Host is a Blazar compute host mapped onto the allocator's model.
+type Host struct {
+	ID    string
+	Name  string
+	Group string
+	Tags  []string
+
+	VCPUs, MemoryMB, DiskGB int64
+
+	// Busy holds the existing reservations on this host, in any order.
+	// Empty intervals (End <= Start) are ignored.
+	Busy []Interval
+}
+
+// HostRequest asks for between Min and Max whole hosts over Window.
+type HostRequest struct {
+	// Window is the reservation window.
+	Window Interval
+	// Cleaning is the time a host needs between two reservations: the host
+	// must be free over [Window.Start-Cleaning, Window.End+Cleaning).
+	Cleaning time.Duration
+	// Min and Max bound the number of hosts; as many as possible up to Max
+	// are chosen (Blazar semantics).
+	Min, Max int
+	// Match evaluates the caller's property requirements; nil matches all
+	// hosts. When ok is false, reason says which requirement failed.
+	Match func(*Host) (ok bool, reason string)
+}
+
+// Rejection tells why a host cannot be used.
+type Rejection struct {
+	HostID string
+	Reason string
+}
+
+// HostDecision is the outcome of ChooseHosts.
+type HostDecision struct {
+	// Chosen lists the IDs of the chosen hosts, best first.
+	Chosen []string
+	// Rejected lists the hosts that do not match the properties or are busy
+	// in the window, in input order. Free hosts that were not needed are not
+	// listed here.
+	Rejected []Rejection
+	// Matching is the number of hosts that match the properties; Free the
+	// number of those that are also free in the window (cleaning included).
+	Matching, Free int
+	// Summary is a one-line human-readable account of the decision.
+	Summary string
+}
+
+// NotEnoughHostsError is returned by ChooseHosts when fewer than Min hosts
+// are available. It carries the full decision (with no host chosen).
+type NotEnoughHostsError struct {
+	Decision HostDecision
+	Needed   int
+}
+
+func (e *NotEnoughHostsError) Error() string {
+	return fmt.Sprintf("Not enough hosts available: %s the properties, %s free in the window, %d needed",
+		plural(e.Decision.Matching, "host", "hosts"),
+		isAre(e.Decision.Free), e.Needed)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one + " matches"
+	}
+	return strconv.Itoa(n) + " " + many + " match"
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "1 is"
+	}
+	return strconv.Itoa(n) + " are"
+}
+
+// ErrInvalidRequest is wrapped by the errors ChooseHosts returns for a
+// malformed request.
+var ErrInvalidRequest = errors.New("invalid host request")
+
+// hostCand is a free, matching host.
+type hostCand struct {
+	idx int32
+	// open is the number of sides (0..2) of the window without any
+	// reservation; gap is the free time (ns) between the window (with
+	// cleaning) and the neighbouring reservations on the bounded sides.
+	open int8
+	gap  int64
+	// domains indexes doms[dOff:dOff+dLen] (failure-domain ids).
+	dOff, dLen int32
+}
+
+// ChooseHosts chooses between req.Min and req.Max hosts for a whole-host
+// reservation. It is pure and deterministic; see the package documentation
+// for the scoring rules. rules may be nil.
+func ChooseHosts(rules *TagRules, hosts []Host, req HostRequest) (HostDecision, error) {
+	var dec HostDecision
+	if !req.Window.Start.Before(req.Window.End) {
+		return dec, fmt.Errorf("%w: window end %s is not after its start %s", ErrInvalidRequest,
+			fmtTime(req.Window.End), fmtTime(req.Window.Start))
+	}
+	if req.Min < 0 || req.Max < 1 || req.Max < req.Min {
+		return dec, fmt.Errorf("%w: need 0 <= min <= max and max >= 1, got min %d, max %d", ErrInvalidRequest, req.Min, req.Max)
+	}
+	if req.Cleaning < 0 {
+		return dec, fmt.Errorf("%w: negative cleaning time %s", ErrInvalidRequest, req.Cleaning)
+	}
+	lo := req.Window.Start.Add(-req.Cleaning).UnixNano()
+	hi := req.Window.End.Add(req.Cleaning).UnixNano()
+
+	var locPrefixes []string
+	if rules != nil {
+		locPrefixes = rules.LocationPrefixes
+	}
+	// Rejection reasons are written into one buffer and sliced out of a
+	// single string at the end: one allocation instead of one per host.
+	var rb reasonBuf
+	if req.Cleaning > 0 {
+		rb.cleaning = " (window plus " + req.Cleaning.String() + " cleaning time)"
+	}
+	domIDs := map[string]int32{}
+	var doms []int32
+	// Pass 1 (caller's code, sequential): properties.
+	matchReason := make([]string, 0)
+	status := make([]int8, len(hosts)) // 0 match, 1 no match
+	if req.Match != nil {
+		for i := range hosts {
+			if ok, reason := req.Match(&hosts[i]); !ok {
+				status[i] = 1
+				matchReason = append(matchReason, reason)
+			}
+		}
+	}
+	// Pass 2 (pure, parallel for large inputs): reservations.
+	scans := scanAll(hosts, status, lo, hi)
+	// Pass 3 (sequential, input order): rejections and candidates, in
+	// exactly sized slices.
+	nRej, nBusy := len(matchReason), 0
+	for i := range scans {
+		if status[i] == 0 && scans[i].conflictAt >= 0 {
+			nBusy++
+		}
+	}
+	nRej += nBusy
+	cands := make([]hostCand, 0, len(hosts)-nRej)
+	dec.Rejected = make([]Rejection, 0, nRej)
+	rb.buf = make([]byte, 0, 48*nBusy+64*len(matchReason)+len(rb.cleaning)*nBusy)
+	rb.ends = make([]int, 0, nRej)
+	nm := 0
+	for i := range hosts {
+		h := &hosts[i]
+		if status[i] == 1 {
+			reason := matchReason[nm]
+			nm++
+			start := len(rb.buf)
+			rb.buf = append(rb.buf, "does not match properties"...)
+			if reason != "" {
+				rb.buf = append(rb.buf, ": "...)
+				rb.buf = append(rb.buf, reason...)
+			}
+			rb.add(&dec, h.ID, start)
+			continue
+		}
+		dec.Matching++
+		sc := &scans[i]
+		if sc.conflictAt >= 0 {
+			start := len(rb.buf)
+			rb.buf = appendBusyReason(rb.buf, h.Busy[sc.conflictAt], rb.cleaning)
+			rb.add(&dec, h.ID, start)
+			continue
+		}
+		c := hostCand{open: sc.open, gap: sc.gap}
+		c.idx = int32(i)
+		if len(locPrefixes) > 0 {
+			c.dOff = int32(len(doms))
+			for _, t := range h.Tags {
+				if !hasAnyPrefixColon(t, locPrefixes) {
+					continue
+				}
+				id, ok := domIDs[t]
+				if !ok {
+					id = int32(len(domIDs))
+					domIDs[t] = id
+				}
+				if !slices.Contains(doms[c.dOff:], id) {
+					doms = append(doms, id)
+				}
+			}
+			c.dLen = int32(len(doms)) - c.dOff
+		}
+		cands = append(cands, c)
+	}
+	rb.finish(&dec)
+	if len(dec.Rejected) == 0 {
+		dec.Rejected = nil
+	}
+	dec.Free = len(cands)
+	if dec.Free < req.Min {
+		dec.Summary = fmt.Sprintf("%s considered, %s the properties, %s free in the window, %d needed",
+			countNoun(len(hosts), "host", "hosts"), plural(dec.Matching, "host", "hosts"), isAre(dec.Free), req.Min)
+		return dec, &NotEnoughHostsError{Decision: dec, Needed: req.Min}
+	}
+	n := min(req.Max, len(cands))
+	chosen := pickHosts(hosts, cands, doms, len(domIDs), n)
+	dec.Chosen = make([]string, len(chosen))
+	for i, c := range chosen {
+		dec.Chosen[i] = hosts[c.idx].ID
+	}
+	dec.Summary = fmt.Sprintf("chose %d of %s (%s considered, %s the properties)",
+		len(chosen), countNoun(dec.Free, "free host", "free hosts"), countNoun(len(hosts), "host", "hosts"),
+		plural(dec.Matching, "host", "hosts"))
+	return dec, nil
+}
+
+func countNoun(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+func hasAnyPrefixColon(t string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if len(t) > len(p) && t[len(p)] == ':' && strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// scanResult is the outcome of scanBusy for one host.
+type scanResult struct {
+	gap        int64
+	conflictAt int32 // index of the earliest conflicting reservation, or -1
+	open       int8
+}
+
+// parallelScanMin is the number of reservations above which the scan is
+// split over the available CPUs.
+const parallelScanMin = 20000
+
+// scanAll runs scanBusy for every matching host (status 0). The work is
+// split into contiguous chunks over GOMAXPROCS goroutines when there are
+// many reservations; each host's result depends only on its own input, so
+// the outcome is the same either way.
+func scanAll(hosts []Host, status []int8, lo, hi int64) []scanResult {
+	out := make([]scanResult, len(hosts))
+	run := func(from, to int) {
+		for i := from; i < to; i++ {
+			if status[i] == 0 {
+				out[i] = scanBusy(hosts[i].Busy, lo, hi)
+			}
+		}
+	}
+	total := 0
+	for i := range hosts {
+		total += len(hosts[i].Busy)
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if total < parallelScanMin || workers < 2 || len(hosts) < 2*workers {
+		run(0, len(hosts))
+		return out
+	}
+	var wg sync.WaitGroup
+	chunk := (len(hosts) + workers - 1) / workers
+	for from := 0; from < len(hosts); from += chunk {
+		to := min(from+chunk, len(hosts))
+		wg.Go(func() { run(from, to) })
+	}
+	wg.Wait()
+	return out
+}
+
+// scanBusy checks one host's reservations against [lo, hi) in a single pass
+// without allocating. It returns the fit of the window (when free) or the
+// earliest conflicting reservation.
+func scanBusy(busy []Interval, lo, hi int64) scanResult {
+	const (
+		minT = int64(-1 << 63)
+		maxT = int64(1<<63 - 1)
+	)
+	prevEnd, nextStart := minT, maxT
+	conflictStart := maxT
+	conflictAt := -1
+	for k := range busy {
+		s := busy[k].Start.UnixNano()
+		e := busy[k].End.UnixNano()
+		if e <= s {
+			continue
+		}
+		// Written so that the compiler can use conditional moves: the
+		// relative order of reservations and window is random.
+		pe := e
+		if e > lo {
+			pe = minT
+		}
+		prevEnd = max(prevEnd, pe)
+		ns := s
+		if s < hi {
+			ns = maxT
+		}
+		nextStart = min(nextStart, ns)
+		if s < hi && lo < e && s < conflictStart {
+			conflictStart, conflictAt = s, k
+		}
+	}
+	r := scanResult{conflictAt: int32(conflictAt)}
+	if conflictAt >= 0 {
+		return r
+	}
+	if prevEnd == minT {
+		r.open++
+	} else {
+		r.gap += lo - prevEnd
+	}
+	if nextStart == maxT {
+		r.open++
+	} else {
+		r.gap += nextStart - hi
+	}
+	return r
+}
+
+// reasonBuf accumulates rejection reasons in one byte buffer.
+type reasonBuf struct {
+	buf      []byte
+	ends     []int
+	cleaning string // suffix for busy reasons
+}
+
+func (rb *reasonBuf) add(dec *HostDecision, id string, start int) {
+	_ = start
+	dec.Rejected = append(dec.Rejected, Rejection{HostID: id})
+	rb.ends = append(rb.ends, len(rb.buf))
+}
+
+func (rb *reasonBuf) finish(dec *HostDecision) {
+	all := string(rb.buf)
+	prev := 0
+	for i, e := range rb.ends {
+		dec.Rejected[i].Reason = all[prev:e]
+		prev = e
+	}
+}
+
+func appendBusyReason(b []byte, iv Interval, suffix string) []byte {
+	b = append(b, "busy "...)
+	b = appendTime(b, iv.Start)
+	b = append(b, "–"...)
+	b = appendTime(b, iv.End)
+	return append(b, suffix...)
+}
+
+// appendTime appends t in UTC as 2006-01-02T15:04Z, or in full RFC 3339
+// when it has seconds.
+func appendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	if t.Nanosecond() != 0 || y < 0 || y > 9999 {
+		return t.AppendFormat(b, time.RFC3339Nano)
+	}
+	hh, mm, ss := t.Clock()
+	b = append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+		byte('0'+int(mo)/10), byte('0'+int(mo)%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
+		byte('0'+hh/10), byte('0'+hh%10), ':', byte('0'+mm/10), byte('0'+mm%10))
+	if ss != 0 {
+		b = append(b, ':', byte('0'+ss/10), byte('0'+ss%10))
+	}
+	return append(b, 'Z')
+}
+
+func fmtTime(t time.Time) string { return string(appendTime(nil, t)) }
+
+// candLess orders free hosts by fit: fewer unbounded sides first (the window
+// fills a hole between reservations), then smaller leftover gap, then ID.
+func candLess(hosts []Host, a, b *hostCand) bool {
+	if a.open != b.open {
+		return a.open < b.open
+	}
+	if a.gap != b.gap {
+		return a.gap < b.gap
+	}
+	return compareIDs(hosts[a.idx].ID, hosts[b.idx].ID) < 0
+}
+
+// compareIDs compares host IDs, numerically when both are decimal numbers
+// (Blazar host IDs are), else as strings.
+func compareIDs(a, b string) int {
+	if isDigits(a) && isDigits(b) {
+		a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
+		if len(a) != len(b) {
+			if len(a) < len(b) {
+				return -1
+			}
+			return 1
+		}
+	}
+	return strings.Compare(a, b)
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// pickHosts chooses n candidates. Without failure domains it keeps the n
+// best by fit (a bounded selection, O(len·n) for small n). With failure
+// domains it picks greedily: each step takes the candidate whose domains
+// already hold the fewest chosen hosts, then the best fit.
+func pickHosts(hosts []Host, cands []hostCand, doms []int32, nDoms, n int) []hostCand {
+	if nDoms == 0 && n <= 32 && n < len(cands) {
+		// Keep the n best in an insertion-sorted array.
+		top := make([]hostCand, 0, n+1)
+		for i := range cands {
+			c := &cands[i]
+			if len(top) == n && !candLess(hosts, c, &top[n-1]) {
+				continue
+			}
+			k := len(top)
+			for k > 0 && candLess(hosts, c, &top[k-1]) {
+				k--
+			}
+			top = slices.Insert(top, k, *c)
+			if len(top) > n {
+				top = top[:n]
+			}
+		}
+		return top
+	}
+	if nDoms > 0 && n < len(cands) {
+		cands = preselect(hosts, cands, doms, n)
+	}
+	if n >= len(cands) || n > 32 {
+		slices.SortFunc(cands, func(a, b hostCand) int {
+			if candLess(hosts, &a, &b) {
+				return -1
+			}
+			if candLess(hosts, &b, &a) {
+				return 1
+			}
+			return 0
+		})
+		if nDoms == 0 {
+			return cands[:n]
+		}
+	}
+	usage := make([]int32, nDoms)
+	taken := make([]bool, len(cands))
+	out := make([]hostCand, 0, n)
+	for len(out) < n {
+		best := -1
+		var bestUse int32
+		for i := range cands {
+			if taken[i] {
+				continue
+			}
+			c := &cands[i]
+			var use int32
+			for _, d := range doms[c.dOff : c.dOff+c.dLen] {
+				use += usage[d]
+			}
+			if best < 0 || use < bestUse || (use == bestUse && candLess(hosts, c, &cands[best])) {
+				best, bestUse = i, use
+			}
+		}
+		taken[best] = true
+		c := cands[best]
+		for _, d := range doms[c.dOff : c.dOff+c.dLen] {
+			usage[d]++
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// preselect keeps, for every set of failure domains, only its n best
+// candidates by fit. Hosts with the same set of domains always have the same
+// domain usage, so the greedy choice takes them in fit order and never more
+// than n of them: the result is unchanged, and the greedy passes run over
+// (number of domain sets) × n candidates instead of all free hosts.
+func preselect(hosts []Host, cands []hostCand, doms []int32, n int) []hostCand {
+	type sig [4]int32
+	groups := map[sig][]hostCand{}
+	var order []sig
+	var out []hostCand
+	for i := range cands {
+		c := &cands[i]
+		if c.dLen > 4 {
+			out = append(out, *c) // unusual: keep it, it is simply not pruned
+			continue
+		}
+		var k sig
+		for j := range k {
+			k[j] = -1
+		}
+		copy(k[:], doms[c.dOff:c.dOff+c.dLen])
+		slices.Sort(k[:c.dLen])
+		top, ok := groups[k]
+		if !ok {
+			order = append(order, k)
+			top = make([]hostCand, 0, n+1)
+		}
+		if len(top) == n && !candLess(hosts, c, &top[n-1]) {
+			continue
+		}
+		p := len(top)
+		for p > 0 && candLess(hosts, c, &top[p-1]) {
+			p--
+		}
+		top = slices.Insert(top, p, *c)
+		if len(top) > n {
+			top = top[:n]
+		}
+		groups[k] = top
+	}
+	for _, k := range order {
+		out = append(out, groups[k]...)
+	}
+	return out
+}

@@ -1,0 +1,289 @@
+package allocator
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+)
+
+var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
+
+func iv(a, b int) Interval { return Interval{Start: at(a), End: at(b)} }
+
+func TestChooseHosts(t *testing.T) {
+	vcpus4 := func(h *Host) (bool, string) {
+		if h.VCPUs >= 4 {
+			return true, ""
+		}
+		return false, "vcpus >= 4"
+	}
+	tests := []struct {
+		name      string
+		rules     *TagRules
+		hosts     []Host
+		req       HostRequest
+		want      HostDecision
+		wantErr   string
+		notEnough bool
+	}{
+		{
+			name:  "idle hosts by id",
+			hosts: []Host{{ID: "2"}, {ID: "10"}, {ID: "1"}},
+			req:   HostRequest{Window: iv(10, 12), Min: 1, Max: 2},
+			want: HostDecision{Chosen: []string{"1", "2"}, Matching: 3, Free: 3,
+				Summary: "chose 2 of 3 free hosts (3 hosts considered, 3 hosts match the properties)"},
+		},
+		{
+			name: "best fit in time",
+			hosts: []Host{
+				{ID: "a"},                             // idle: both sides open
+				{ID: "b", Busy: []Interval{iv(0, 9)}}, // one side bounded
+				{ID: "c", Busy: []Interval{iv(13, 20), iv(0, 8)}},  // hole of 2+1 h
+				{ID: "d", Busy: []Interval{iv(12, 20), iv(0, 10)}}, // exact hole
+			},
+			req: HostRequest{Window: iv(10, 12), Min: 1, Max: 3},
+			want: HostDecision{Chosen: []string{"d", "c", "b"}, Matching: 4, Free: 4,
+				Summary: "chose 3 of 4 free hosts (4 hosts considered, 4 hosts match the properties)"},
+		},
+		{
+			name: "busy and properties",
+			hosts: []Host{
+				{ID: "1", VCPUs: 8, Busy: []Interval{iv(11, 13), iv(9, 10)}},
+				{ID: "2", VCPUs: 2},
+				{ID: "3", VCPUs: 8},
+			},
+			req: HostRequest{Window: iv(10, 12), Min: 1, Max: 5, Match: vcpus4},
+			want: HostDecision{
+				Chosen: []string{"3"},
+				Rejected: []Rejection{
+					{HostID: "1", Reason: "busy 2030-01-01T11:00Z–2030-01-01T13:00Z"},
+					{HostID: "2", Reason: "does not match properties: vcpus >= 4"},
+				},
+				Matching: 2, Free: 1,
+				Summary: "chose 1 of 1 free host (3 hosts considered, 2 hosts match the properties)",
+			},
+		},
+		{
+			name:  "cleaning time makes an adjacent reservation conflict",
+			hosts: []Host{{ID: "1", Busy: []Interval{iv(12, 13)}}, {ID: "2", Busy: []Interval{iv(13, 14)}}},
+			req:   HostRequest{Window: iv(10, 12), Cleaning: 30 * time.Minute, Min: 1, Max: 2},
+			want: HostDecision{
+				Chosen:   []string{"2"},
+				Rejected: []Rejection{{HostID: "1", Reason: "busy 2030-01-01T12:00Z–2030-01-01T13:00Z (window plus 30m0s cleaning time)"}},
+				Matching: 2, Free: 1,
+				Summary: "chose 1 of 1 free host (2 hosts considered, 2 hosts match the properties)",
+			},
+		},
+		{
+			name:  "back to back without cleaning is free",
+			hosts: []Host{{ID: "1", Busy: []Interval{iv(12, 13), iv(8, 10)}}},
+			req:   HostRequest{Window: iv(10, 12), Min: 1, Max: 1},
+			want: HostDecision{Chosen: []string{"1"}, Matching: 1, Free: 1,
+				Summary: "chose 1 of 1 free host (1 host considered, 1 host matches the properties)"},
+		},
+		{
+			name:  "spread over failure domains",
+			rules: &TagRules{LocationPrefixes: []string{"rack"}},
+			hosts: []Host{
+				{ID: "1", Tags: []string{"rack:a"}, Busy: []Interval{iv(12, 14)}},
+				{ID: "2", Tags: []string{"rack:a"}, Busy: []Interval{iv(12, 15)}},
+				{ID: "3", Tags: []string{"rack:b"}},
+				{ID: "4", Tags: []string{"rack:b"}, Busy: []Interval{iv(0, 1)}},
+				{ID: "5", Tags: []string{"other:x"}},
+			},
+			req: HostRequest{Window: iv(10, 12), Min: 3, Max: 4},
+			want: HostDecision{Chosen: []string{"1", "4", "5", "2"}, Matching: 5, Free: 5,
+				Summary: "chose 4 of 5 free hosts (5 hosts considered, 5 hosts match the properties)"},
+		},
+		{
+			name:      "not enough",
+			hosts:     []Host{{ID: "1", VCPUs: 8, Busy: []Interval{iv(11, 13)}}, {ID: "2", VCPUs: 8}, {ID: "3", VCPUs: 8}, {ID: "4"}},
+			req:       HostRequest{Window: iv(10, 12), Min: 3, Max: 3, Match: vcpus4},
+			wantErr:   "Not enough hosts available: 3 hosts match the properties, 2 are free in the window, 3 needed",
+			notEnough: true,
+		},
+		{
+			name:    "bad window",
+			hosts:   []Host{{ID: "1"}},
+			req:     HostRequest{Window: iv(12, 10), Min: 1, Max: 1},
+			wantErr: "invalid host request: window end 2030-01-01T10:00Z is not after its start 2030-01-01T12:00Z",
+		},
+		{
+			name:    "bad counts",
+			hosts:   []Host{{ID: "1"}},
+			req:     HostRequest{Window: iv(10, 12), Min: 2, Max: 1},
+			wantErr: "invalid host request: need 0 <= min <= max and max >= 1, got min 2, max 1",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ChooseHosts(tc.rules, tc.hosts, tc.req)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				var ne *NotEnoughHostsError
+				if errors.As(err, &ne) != tc.notEnough {
+					t.Fatalf("errors.As(*NotEnoughHostsError) = %v, want %v", !tc.notEnough, tc.notEnough)
+				}
+				if !tc.notEnough && !errors.Is(err, ErrInvalidRequest) {
+					t.Fatalf("error %v does not wrap ErrInvalidRequest", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("decision mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// genHosts makes n hosts with about perHost reservations each, in random
+// order, spread over two weeks.
+func genHosts(r *rand.Rand, n, perHost, racks int) []Host {
+	hosts := make([]Host, n)
+	for i := range hosts {
+		h := &hosts[i]
+		h.ID = strconv.Itoa(i + 1)
+		h.Name = "host" + h.ID
+		h.VCPUs = int64(8 << r.IntN(3))
+		if racks > 0 {
+			h.Tags = []string{"rack:r" + strconv.Itoa(r.IntN(racks)), "hv:new"}
+		}
+		k := perHost
+		if perHost > 1 {
+			k = perHost/2 + r.IntN(perHost+1)
+		}
+		for j := 0; j < k; j++ {
+			s := t0.Add(time.Duration(r.Int64N(14*24*60)) * time.Minute)
+			h.Busy = append(h.Busy, Interval{Start: s, End: s.Add(time.Duration(1+r.IntN(12)) * time.Hour)})
+		}
+	}
+	return hosts
+}
+
+func overlaps(h *Host, lo, hi time.Time) bool {
+	for _, b := range h.Busy {
+		if b.End.After(b.Start) && b.Start.Before(hi) && lo.Before(b.End) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestChooseHostsProperties(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		seed := rapid.Uint64().Draw(rt, "seed")
+		n := rapid.IntRange(1, 40).Draw(rt, "hosts")
+		per := rapid.IntRange(0, 6).Draw(rt, "perHost")
+		racks := rapid.IntRange(0, 4).Draw(rt, "racks")
+		hosts := genHosts(rand.New(rand.NewPCG(seed, 1)), n, per, racks)
+		start := t0.Add(time.Duration(rapid.IntRange(0, 14*24).Draw(rt, "startHour")) * time.Hour)
+		req := HostRequest{
+			Window:   Interval{Start: start, End: start.Add(time.Duration(rapid.IntRange(1, 48).Draw(rt, "len")) * time.Hour)},
+			Cleaning: time.Duration(rapid.IntRange(0, 3).Draw(rt, "clean")) * 30 * time.Minute,
+			Min:      rapid.IntRange(0, 5).Draw(rt, "min"),
+		}
+		req.Max = req.Min + rapid.IntRange(0, 5).Draw(rt, "extra")
+		if req.Max == 0 {
+			req.Max = 1
+		}
+		vmin := int64(rapid.SampledFrom([]int{0, 8, 16, 32}).Draw(rt, "vmin"))
+		req.Match = func(h *Host) (bool, string) { return h.VCPUs >= vmin, fmt.Sprintf("vcpus >= %d", vmin) }
+		var rules *TagRules
+		if racks > 0 {
+			rules = &TagRules{LocationPrefixes: []string{"rack"}}
+		}
+		dec, err := ChooseHosts(rules, hosts, req)
+		dec2, err2 := ChooseHosts(rules, hosts, req)
+		if diff := cmp.Diff(dec, dec2); diff != "" || fmt.Sprint(err) != fmt.Sprint(err2) {
+			rt.Fatalf("not deterministic: %s", diff)
+		}
+		lo, hi := req.Window.Start.Add(-req.Cleaning), req.Window.End.Add(req.Cleaning)
+		free := 0
+		for i := range hosts {
+			if hosts[i].VCPUs >= vmin && !overlaps(&hosts[i], lo, hi) {
+				free++
+			}
+		}
+		if free != dec.Free {
+			rt.Fatalf("Free = %d, want %d", dec.Free, free)
+		}
+		if err != nil {
+			var ne *NotEnoughHostsError
+			if !errors.As(err, &ne) || free >= req.Min {
+				rt.Fatalf("unexpected error %v (free %d, min %d)", err, free, req.Min)
+			}
+			return
+		}
+		if want := min(free, req.Max); len(dec.Chosen) != want {
+			rt.Fatalf("chose %d hosts, want %d", len(dec.Chosen), want)
+		}
+		seen := map[string]bool{}
+		for _, id := range dec.Chosen {
+			i, _ := strconv.Atoi(id)
+			h := &hosts[i-1]
+			if seen[id] || h.VCPUs < vmin || overlaps(h, lo, hi) {
+				rt.Fatalf("chosen host %s is duplicate, unmatched or busy", id)
+			}
+			seen[id] = true
+		}
+		if len(dec.Rejected)+dec.Free != len(hosts) {
+			rt.Fatalf("%d rejected + %d free != %d hosts", len(dec.Rejected), dec.Free, len(hosts))
+		}
+		for _, r := range dec.Rejected {
+			if !strings.HasPrefix(r.Reason, "busy ") && !strings.HasPrefix(r.Reason, "does not match properties") {
+				rt.Fatalf("bad reason %q", r.Reason)
+			}
+		}
+	})
+}
+
+// BenchmarkChooseHosts chooses 10 hosts out of 10,000 with 100,000 existing
+// reservations.
+func BenchmarkChooseHosts(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		racks int
+		match bool
+	}{{"plain", 0, false}, {"racks", 20, false}, {"racks+match", 20, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			hosts := genHosts(rand.New(rand.NewPCG(42, 1)), 10000, 10, bc.racks)
+			var rules *TagRules
+			if bc.racks > 0 {
+				rules = &TagRules{LocationPrefixes: []string{"rack"}}
+			}
+			req := HostRequest{Window: Interval{Start: at(100), End: at(104)}, Cleaning: time.Hour, Min: 10, Max: 10}
+			if bc.match {
+				req.Match = func(h *Host) (bool, string) {
+					if h.VCPUs >= 16 {
+						return true, ""
+					}
+					return false, "vcpus >= 16"
+				}
+			}
+			b.ReportAllocs()
+			var dec HostDecision
+			for b.Loop() {
+				var err error
+				dec, err = ChooseHosts(rules, hosts, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(dec.Free), "free")
+		})
+	}
+}
