@@ -1,0 +1,203 @@
+// Package placement serves the OpenStack Placement API (microversions
+// 1.0–1.39) over HTTP. Handlers decode, check policy, call pkg/placement
+// and encode; they never touch SQL.
+package placement
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/rs/cors"
+
+	"github.com/leasehold/leasehold/pkg/auth"
+	"github.com/leasehold/leasehold/pkg/config"
+	"github.com/leasehold/leasehold/pkg/httpx"
+	"github.com/leasehold/leasehold/pkg/microversion"
+	"github.com/leasehold/leasehold/pkg/placement"
+)
+
+var (
+	minVersion = microversion.Version{Major: 1, Minor: 0}
+	maxVersion = microversion.Version{Major: 1, Minor: 39}
+)
+
+// MaxVersion is the highest microversion served.
+func MaxVersion() microversion.Version { return maxVersion }
+
+// API is the Placement HTTP API.
+type API struct {
+	svc    *placement.Service
+	policy *Policy
+	cfg    config.Placement
+	cors   config.CORS
+	// started is the Last-Modified of responses that have no DB timestamp.
+	started time.Time
+	mux     *chi.Mux
+	methods map[string][]string // route pattern → methods in declaration order
+}
+
+// New builds the API on svc.
+func New(svc *placement.Service, cfg config.Placement, corsCfg config.CORS) *API {
+	a := &API{
+		svc: svc, policy: NewPolicy(cfg.PolicyMode), cfg: cfg, cors: corsCfg,
+		started: time.Now().UTC(), mux: chi.NewRouter(), methods: map[string][]string{},
+	}
+	a.routes()
+	return a
+}
+
+// handlerFunc is a handler that returns its error for one renderer.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// route registers h for method and pattern, available from microversion
+// since; below it the route answers 404 as upstream does.
+func (a *API) route(method, pattern string, since microversion.Version, h handlerFunc) {
+	a.methods[pattern] = append(a.methods[pattern], method)
+	a.mux.MethodFunc(method, pattern, func(w http.ResponseWriter, r *http.Request) {
+		if microversion.FromContext(r.Context()).Less(since) {
+			renderError(w, r, errStatus(http.StatusNotFound, "The resource could not be found."))
+			return
+		}
+		if err := h(w, r); err != nil {
+			renderError(w, r, err)
+		}
+	})
+}
+
+// Handler returns the API as an http.Handler to mount at the service
+// root (the caller strips any /placement prefix).
+func (a *API) Handler() http.Handler {
+	var h http.Handler = a.mux
+	h = a.microversionMiddleware(h)
+	h = httpx.Recover(renderPanic)(h)
+	h = a.authMiddleware(h)
+	if len(a.cors.AllowedOrigin) > 0 {
+		h = a.corsMiddleware(h)
+	}
+	h = forceJSONAccept(h)
+	return h
+}
+
+func (a *API) routes() {
+	a.mux.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		renderError(w, r, errStatus(http.StatusNotFound, "The resource could not be found."))
+	})
+	a.mux.MethodNotAllowed(a.methodNotAllowed)
+	v := func(minor int) microversion.Version { return microversion.Version{Major: 1, Minor: minor} }
+
+	a.route("GET", "/", v(0), a.root)
+	a.registerResourceProviderRoutes(v)
+	a.registerInventoryRoutes(v)
+	a.registerUsageRoutes(v)
+	a.registerAggregateRoutes(v)
+	a.registerTraitRoutes(v)
+	a.registerResourceClassRoutes(v)
+	a.registerAllocationRoutes(v)
+	a.registerAllocationCandidateRoutes(v)
+	a.registerReshaperRoutes(v)
+}
+
+// methodNotAllowed answers 405 with an Allow header listing the methods
+// declared for the matched path.
+func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{"GET", "PUT", "POST", "PATCH", "DELETE"} {
+		rctx := chi.NewRouteContext()
+		if a.mux.Match(rctx, m, r.URL.Path) {
+			allowed = append(allowed, m)
+		}
+	}
+	err := &httpError{
+		status:  http.StatusMethodNotAllowed,
+		msg:     "The method " + r.Method + " is not allowed for this resource.",
+		headers: map[string]string{"Allow": strings.Join(allowed, ", ")},
+	}
+	renderError(w, r, err)
+}
+
+// forceJSONAccept makes a missing or */* Accept mean application/json, as
+// placement's request-log middleware does, so errors are JSON.
+func forceJSONAccept(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if acc := r.Header.Get("Accept"); acc == "" || acc == "*/*" {
+			r.Header.Set("Accept", "application/json")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// microversionMiddleware negotiates the version and echoes it with Vary.
+func (a *API) microversionMiddleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := microversion.Negotiate(r.Header.Values("Openstack-Api-Version"), "placement", minVersion, maxVersion)
+		if err != nil {
+			if _, ok := err.(*microversion.ErrNotAcceptable); ok {
+				renderError(w, r, &httpError{status: http.StatusNotAcceptable, msg: "Invalid microversion: " + err.Error(), versions: true})
+				return
+			}
+			renderError(w, r, errStatus(http.StatusBadRequest, "Invalid microversion: "+err.Error()))
+			return
+		}
+		w.Header().Set("Openstack-Api-Version", "placement "+v.String())
+		w.Header().Add("Vary", "openstack-api-version")
+		next.ServeHTTP(w, r.WithContext(microversion.WithVersion(r.Context(), v)))
+	})
+}
+
+// authMiddleware implements Placement's noauth2: every path but the root
+// needs an X-Auth-Token; "user[:project]" names the caller, token
+// "admin" gets the admin role, X-Roles overrides the roles, and
+// OpenStack-System-Scope: all makes the token system-scoped.
+func (a *API) authMiddleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" || r.URL.Path == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tok := r.Header.Get("X-Auth-Token")
+		if tok == "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Www-Authenticate", "Keystone uri='noauth'")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"message": "This server could not verify that you are authorized to access the document you requested. Either you supplied the wrong credentials (e.g., bad password), or your browser does not understand how to supply the credentials required.", "code": "401 Unauthorized", "title": "Unauthorized"}`))
+			return
+		}
+		user, project, _ := strings.Cut(tok, ":")
+		if project == "" {
+			project = user
+		}
+		id := &auth.Identity{UserID: user, ProjectID: project}
+		if p := r.Header.Get("X-Project-Id"); p != "" {
+			id.ProjectID = p
+		}
+		if roles, ok := r.Header["X-Roles"]; ok {
+			id.Roles = auth.SplitRoles(strings.Join(roles, ","))
+		} else if user == "admin" {
+			id.Roles = []string{"admin"}
+		}
+		if strings.EqualFold(r.Header.Get("Openstack-System-Scope"), "all") {
+			id.SystemScope = "all"
+			id.ProjectID = ""
+		}
+		next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))
+	})
+}
+
+// corsMiddleware applies oslo.middleware-style CORS when configured.
+func (a *API) corsMiddleware(next http.Handler) http.Handler {
+	c := cors.New(cors.Options{
+		AllowedOrigins:   a.cors.AllowedOrigin,
+		AllowCredentials: a.cors.AllowCredentials,
+		ExposedHeaders:   a.cors.ExposeHeaders,
+		MaxAge:           a.cors.MaxAge,
+		AllowedMethods:   a.cors.AllowMethods,
+		AllowedHeaders:   a.cors.AllowHeaders,
+	})
+	return c.Handler(next)
+}
+
+// ctxVersion is a short accessor.
+func ctxVersion(ctx context.Context) microversion.Version { return microversion.FromContext(ctx) }

@@ -1,0 +1,5 @@
+package placement
+
+import "github.com/leasehold/leasehold/pkg/microversion"
+
+func (a *API) registerResourceClassRoutes(v func(int) microversion.Version) {}

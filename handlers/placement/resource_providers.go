@@ -1,0 +1,152 @@
+package placement
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/leasehold/leasehold/pkg/microversion"
+	"github.com/leasehold/leasehold/pkg/placement"
+)
+
+func (a *API) registerResourceProviderRoutes(v func(int) microversion.Version) {
+	a.route("GET", "/resource_providers", v(0), a.listResourceProviders)
+	a.route("POST", "/resource_providers", v(0), a.createResourceProvider)
+	a.route("GET", "/resource_providers/{uuid}", v(0), a.getResourceProvider)
+	a.route("PUT", "/resource_providers/{uuid}", v(0), a.updateResourceProvider)
+	a.route("DELETE", "/resource_providers/{uuid}", v(0), a.deleteResourceProvider)
+}
+
+type link struct {
+	Rel  string `json:"rel"`
+	Href string `json:"href"`
+}
+
+// providerJSON renders a provider for microversion mv.
+func providerJSON(r *http.Request, p *placement.Provider) map[string]any {
+	mv := ctxVersion(r.Context())
+	base := prefix(r) + "/resource_providers/" + p.UUID
+	links := []link{{"self", base}, {"inventories", base + "/inventories"}, {"usages", base + "/usages"}}
+	if mv.AtLeast(1, 1) {
+		links = append(links, link{"aggregates", base + "/aggregates"})
+	}
+	if mv.AtLeast(1, 6) {
+		links = append(links, link{"traits", base + "/traits"})
+	}
+	if mv.AtLeast(1, 11) {
+		links = append(links, link{"allocations", base + "/allocations"})
+	}
+	out := map[string]any{"uuid": p.UUID, "name": p.Name, "generation": p.Generation, "links": links}
+	if mv.AtLeast(1, 14) {
+		out["parent_provider_uuid"] = p.ParentProviderUUID
+		out["root_provider_uuid"] = p.RootProviderUUID
+	}
+	return out
+}
+
+// getResourceProvider handles GET /resource_providers/{uuid}.
+func (a *API) getResourceProvider(w http.ResponseWriter, r *http.Request) error {
+	if err := checkAccept(r); err != nil {
+		return err
+	}
+	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:show", ""); err != nil {
+		return err
+	}
+	p, err := a.svc.GetProvider(r.Context(), chi.URLParam(r, "uuid"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, r, http.StatusOK, providerJSON(r, p), latest(p.CreatedAt, p.UpdatedAt))
+}
+
+// listResourceProviders handles GET /resource_providers.
+func (a *API) listResourceProviders(w http.ResponseWriter, r *http.Request) error {
+	if err := checkAccept(r); err != nil {
+		return err
+	}
+	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:list", ""); err != nil {
+		return err
+	}
+	f, err := a.parseProviderFilter(r)
+	if err != nil {
+		return err
+	}
+	ps, err := a.svc.ListProviders(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	list := make([]map[string]any, 0, len(ps))
+	var lm = a.started
+	if len(ps) > 0 {
+		lm = ps[0].UpdatedAt
+	}
+	for i := range ps {
+		list = append(list, providerJSON(r, &ps[i]))
+		lm = latest(lm, ps[i].CreatedAt, ps[i].UpdatedAt)
+	}
+	return writeJSON(w, r, http.StatusOK, map[string]any{"resource_providers": list}, lm)
+}
+
+type providerBody struct {
+	Name               string  `json:"name"`
+	UUID               string  `json:"uuid"`
+	ParentProviderUUID *string `json:"parent_provider_uuid"`
+}
+
+// createResourceProvider handles POST /resource_providers: 201 with a
+// Location and no body before 1.20, 200 with the provider from 1.20.
+func (a *API) createResourceProvider(w http.ResponseWriter, r *http.Request) error {
+	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:create", ""); err != nil {
+		return err
+	}
+	mv := ctxVersion(r.Context())
+	var body providerBody
+	raw, err := decodeBody(r, schemaCreateProvider(mv), &body)
+	if err != nil {
+		return err
+	}
+	var parent *string
+	if _, ok := raw["parent_provider_uuid"]; ok {
+		parent = body.ParentProviderUUID
+	}
+	p, err := a.svc.CreateProvider(r.Context(), body.Name, body.UUID, parent)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", absURL(r, "/resource_providers/"+p.UUID))
+	if mv.AtLeast(1, 20) {
+		return writeJSON(w, r, http.StatusOK, providerJSON(r, p), latest(p.CreatedAt, p.UpdatedAt))
+	}
+	w.WriteHeader(http.StatusCreated)
+	return nil
+}
+
+// updateResourceProvider handles PUT /resource_providers/{uuid}.
+func (a *API) updateResourceProvider(w http.ResponseWriter, r *http.Request) error {
+	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:update", ""); err != nil {
+		return err
+	}
+	mv := ctxVersion(r.Context())
+	var body providerBody
+	raw, err := decodeBody(r, schemaUpdateProvider(mv), &body)
+	if err != nil {
+		return err
+	}
+	_, parentGiven := raw["parent_provider_uuid"]
+	p, err := a.svc.UpdateProvider(r.Context(), chi.URLParam(r, "uuid"), body.Name, parentGiven, body.ParentProviderUUID, mv.AtLeast(1, 37))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, r, http.StatusOK, providerJSON(r, p), latest(p.CreatedAt, p.UpdatedAt))
+}
+
+// deleteResourceProvider handles DELETE /resource_providers/{uuid}.
+func (a *API) deleteResourceProvider(w http.ResponseWriter, r *http.Request) error {
+	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:delete", ""); err != nil {
+		return err
+	}
+	if err := a.svc.DeleteProvider(r.Context(), chi.URLParam(r, "uuid")); err != nil {
+		return err
+	}
+	return noContent(w)
+}

@@ -1,0 +1,351 @@
+package placement
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/db"
+)
+
+// Provider is a resource provider as the API shows it.
+type Provider struct {
+	ID                 int64
+	UUID               string
+	Name               string
+	Generation         int64
+	ParentProviderUUID *string
+	RootProviderUUID   string
+	RootProviderID     int64
+	ParentProviderID   *int64
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+const providerSelect = `SELECT rp.id, rp.uuid, rp.name, rp.generation, rp.parent_provider_id, rp.root_provider_id,
+ rp.created_at, rp.updated_at, p.uuid AS parent_provider_uuid, r.uuid AS root_provider_uuid
+ FROM resource_providers rp
+ LEFT JOIN resource_providers p ON p.id = rp.parent_provider_id
+ LEFT JOIN resource_providers r ON r.id = rp.root_provider_id`
+
+// GetProvider returns the provider with uuid or a 404 error.
+func (s *Service) GetProvider(ctx context.Context, id string) (*Provider, error) {
+	return getProvider(s.conn(ctx), id)
+}
+
+func getProvider(tx *gorm.DB, id string) (*Provider, error) {
+	var ps []Provider
+	if err := tx.Raw(providerSelect+" WHERE rp.uuid = ?", id).Scan(&ps).Error; err != nil {
+		return nil, wrap("get provider", err)
+	}
+	if len(ps) == 0 {
+		return nil, NotFound("No resource provider with uuid %s found", id)
+	}
+	return &ps[0], nil
+}
+
+// getProviderForUpdate re-reads the provider row inside tx.
+func getProviderByID(tx *gorm.DB, id int64) (*Provider, error) {
+	var ps []Provider
+	if err := tx.Raw(providerSelect+" WHERE rp.id = ?", id).Scan(&ps).Error; err != nil {
+		return nil, err
+	}
+	if len(ps) == 0 {
+		return nil, NotFound("No resource provider with id %d found", id)
+	}
+	return &ps[0], nil
+}
+
+// CreateProvider creates a provider. uuidStr may be "" (one is made up);
+// parentUUID may be nil.
+func (s *Service) CreateProvider(ctx context.Context, name, uuidStr string, parentUUID *string) (*Provider, error) {
+	if uuidStr == "" {
+		uuidStr = uuid.NewString()
+	}
+	var out *Provider
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		p, err := CreateProviderTx(tx, name, uuidStr, parentUUID)
+		out = p
+		return err
+	})
+	return out, err
+}
+
+// CreateProviderTx creates a provider inside an existing transaction (used
+// by services that create providers together with their own rows).
+func CreateProviderTx(tx *gorm.DB, name, uuidStr string, parentUUID *string) (*Provider, error) {
+	t := now()
+	rp := models.ResourceProvider{UUID: uuidStr, Name: name, CreatedAt: t, UpdatedAt: t}
+	if parentUUID != nil {
+		if *parentUUID == uuidStr {
+			return nil, BadRequest("Unable to create resource provider \"%s\", %s: parent provider UUID cannot be same as UUID. Please specify a different parent provider UUID.", name, uuidStr)
+		}
+		var parent models.ResourceProvider
+		if err := tx.Where("uuid = ?", *parentUUID).Take(&parent).Error; err != nil {
+			if isNotFound(err) {
+				return nil, BadRequest("Unable to create resource provider \"%s\", %s: No such resource provider %s.", name, uuidStr, *parentUUID)
+			}
+			return nil, err
+		}
+		rp.ParentProviderID = &parent.ID
+		rp.RootProviderID = parent.RootProviderID
+	}
+	// Check duplicates first for upstream's messages; the unique indexes
+	// still guard against a concurrent create.
+	var dup []models.ResourceProvider
+	if err := tx.Where("uuid = ? OR name = ?", uuidStr, name).Find(&dup).Error; err != nil {
+		return nil, err
+	}
+	for _, d := range dup {
+		if d.UUID == uuidStr {
+			return nil, Conflict(CodeDuplicateName, "Conflicting resource provider uuid: %s already exists.", uuidStr)
+		}
+		return nil, Conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", name)
+	}
+	if err := tx.Create(&rp).Error; err != nil {
+		if db.IsDuplicate(err) {
+			return nil, Conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", name)
+		}
+		return nil, err
+	}
+	if rp.ParentProviderID == nil {
+		rp.RootProviderID = rp.ID
+		if err := tx.Model(&rp).Update("root_provider_id", rp.ID).Error; err != nil {
+			return nil, err
+		}
+	}
+	return getProviderByID(tx, rp.ID)
+}
+
+// UpdateProvider renames and/or re-parents a provider. parentGiven says
+// whether the body had parent_provider_uuid (nil value = un-parent).
+// allowReparent is microversion ≥ 1.37 semantics.
+func (s *Service) UpdateProvider(ctx context.Context, id, name string, parentGiven bool, parentUUID *string, allowReparent bool) (*Provider, error) {
+	var out *Provider
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		p, err := getProvider(tx, id)
+		if err != nil {
+			return err
+		}
+		updates := map[string]any{"name": name, "updated_at": now()}
+		if parentGiven {
+			if err := s.reparent(tx, p, parentUUID, allowReparent, updates); err != nil {
+				return err
+			}
+		}
+		if name != p.Name {
+			var n int64
+			if err := tx.Model(&models.ResourceProvider{}).Where("name = ? AND id <> ?", name, p.ID).Count(&n).Error; err != nil {
+				return err
+			}
+			if n > 0 {
+				return Conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", name)
+			}
+		}
+		if err := tx.Model(&models.ResourceProvider{}).Where("id = ?", p.ID).Updates(updates).Error; err != nil {
+			if db.IsDuplicate(err) {
+				return Conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", name)
+			}
+			return err
+		}
+		out, err = getProviderByID(tx, p.ID)
+		return err
+	})
+	return out, err
+}
+
+func (s *Service) reparent(tx *gorm.DB, p *Provider, parentUUID *string, allowReparent bool, updates map[string]any) error {
+	cur := p.ParentProviderUUID
+	if parentUUID == nil {
+		if cur == nil {
+			return nil
+		}
+		if !allowReparent {
+			return BadRequest("Unable to save resource provider %s: Object action update failed because: un-parenting a provider is not currently allowed.", p.UUID)
+		}
+		updates["parent_provider_id"] = nil
+		return s.moveSubtree(tx, p, p.ID, updates)
+	}
+	if cur != nil && *cur == *parentUUID {
+		return nil
+	}
+	if *parentUUID == p.UUID {
+		return BadRequest("Unable to save resource provider %s: Object action update failed because: creating loop in the provider tree is not allowed.", p.UUID)
+	}
+	if cur != nil && !allowReparent {
+		return BadRequest("Unable to save resource provider %s: Object action update failed because: re-parenting a provider is not currently allowed.", p.UUID)
+	}
+	var parent models.ResourceProvider
+	if err := tx.Where("uuid = ?", *parentUUID).Take(&parent).Error; err != nil {
+		if isNotFound(err) {
+			return BadRequest("Unable to save resource provider %s: Object action update failed because: parent provider UUID does not exist.", p.UUID)
+		}
+		return err
+	}
+	// The new parent must not be inside p's own subtree.
+	sub, err := subtreeIDs(tx, p.ID)
+	if err != nil {
+		return err
+	}
+	for _, id := range sub {
+		if id == parent.ID {
+			return BadRequest("Unable to save resource provider %s: Object action update failed because: creating loop in the provider tree is not allowed.", p.UUID)
+		}
+	}
+	updates["parent_provider_id"] = parent.ID
+	return s.moveSubtree(tx, p, parent.RootProviderID, updates)
+}
+
+// moveSubtree sets the root of p's whole subtree to newRoot.
+func (s *Service) moveSubtree(tx *gorm.DB, p *Provider, newRoot int64, updates map[string]any) error {
+	if newRoot == p.RootProviderID {
+		return nil
+	}
+	sub, err := subtreeIDs(tx, p.ID)
+	if err != nil {
+		return err
+	}
+	return tx.Model(&models.ResourceProvider{}).Where("id IN ?", sub).Update("root_provider_id", newRoot).Error
+}
+
+// subtreeIDs returns id and all its descendants.
+func subtreeIDs(tx *gorm.DB, id int64) ([]int64, error) {
+	var root int64
+	if err := tx.Model(&models.ResourceProvider{}).Where("id = ?", id).Pluck("root_provider_id", &root).Error; err != nil {
+		return nil, err
+	}
+	type link struct {
+		ID               int64
+		ParentProviderID *int64
+	}
+	var tree []link
+	if err := tx.Model(&models.ResourceProvider{}).Where("root_provider_id = ?", root).Find(&tree).Error; err != nil {
+		return nil, err
+	}
+	children := map[int64][]int64{}
+	for _, l := range tree {
+		if l.ParentProviderID != nil {
+			children[*l.ParentProviderID] = append(children[*l.ParentProviderID], l.ID)
+		}
+	}
+	out := []int64{id}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out, nil
+}
+
+// DeleteProvider deletes a provider that has no allocations and no
+// children, with its inventories, traits and aggregate links.
+func (s *Service) DeleteProvider(ctx context.Context, id string) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		var rp models.ResourceProvider
+		if err := tx.Where("uuid = ?", id).Take(&rp).Error; err != nil {
+			if isNotFound(err) {
+				return NotFound("No resource provider with uuid %s found for delete", id)
+			}
+			return err
+		}
+		var n int64
+		if err := tx.Model(&models.Allocation{}).Where("resource_provider_id = ?", rp.ID).Count(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			return Conflict(CodeProviderInUse, "Unable to delete resource provider %s: Resource provider has allocations.", id)
+		}
+		if err := tx.Model(&models.ResourceProvider{}).Where("parent_provider_id = ?", rp.ID).Count(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			return Conflict(CodeCannotDeleteParent, "Unable to delete parent resource provider %s: It has child resource providers.", id)
+		}
+		for _, q := range []string{
+			"DELETE FROM inventories WHERE resource_provider_id = ?",
+			"DELETE FROM resource_provider_traits WHERE resource_provider_id = ?",
+			"DELETE FROM resource_provider_aggregates WHERE resource_provider_id = ?",
+		} {
+			if err := tx.Exec(q, rp.ID).Error; err != nil {
+				return err
+			}
+		}
+		res := tx.Exec("DELETE FROM resource_providers WHERE id = ? AND generation = ?", rp.ID, rp.Generation)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return errConcurrent("resource provider generation conflict")
+		}
+		return nil
+	})
+}
+
+// ProviderFilter selects providers for GET /resource_providers. Empty
+// fields do not filter.
+type ProviderFilter struct {
+	Name string
+	UUID string
+	// InTree restricts to the tree holding this provider uuid.
+	InTree string
+	// MemberOf: each entry is a set of aggregate uuids the provider must
+	// be in at least one of (ANDed across entries); Forbidden: aggregates
+	// the provider must not be in.
+	MemberOf          [][]string
+	ForbiddenMemberOf []string
+	// Resources: class name → amount the provider must have capacity for.
+	Resources map[string]int64
+	// Required: each entry is a set of traits of which the provider must
+	// have at least one; Forbidden traits it must not have.
+	Required        [][]string
+	ForbiddenTraits []string
+}
+
+// ListProviders returns the providers matching f, ordered by id.
+func (s *Service) ListProviders(ctx context.Context, f ProviderFilter) ([]Provider, error) {
+	c := s.conn(ctx)
+	q := providerSelect + " WHERE 1=1"
+	var args []any
+	if f.Name != "" {
+		q += " AND rp.name = ?"
+		args = append(args, f.Name)
+	}
+	if f.UUID != "" {
+		q += " AND rp.uuid = ?"
+		args = append(args, f.UUID)
+	}
+	if f.InTree != "" {
+		q += " AND rp.root_provider_id = (SELECT root_provider_id FROM resource_providers WHERE uuid = ?)"
+		args = append(args, f.InTree)
+	}
+	for _, aggs := range f.MemberOf {
+		q += " AND rp.id IN (SELECT rpa.resource_provider_id FROM resource_provider_aggregates rpa JOIN placement_aggregates a ON a.id = rpa.aggregate_id WHERE a.uuid IN ?)"
+		args = append(args, aggs)
+	}
+	if len(f.ForbiddenMemberOf) > 0 {
+		q += " AND rp.id NOT IN (SELECT rpa.resource_provider_id FROM resource_provider_aggregates rpa JOIN placement_aggregates a ON a.id = rpa.aggregate_id WHERE a.uuid IN ?)"
+		args = append(args, f.ForbiddenMemberOf)
+	}
+	for _, traits := range f.Required {
+		q += " AND rp.id IN (SELECT rpt.resource_provider_id FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id WHERE t.name IN ?)"
+		args = append(args, traits)
+	}
+	if len(f.ForbiddenTraits) > 0 {
+		q += " AND rp.id NOT IN (SELECT rpt.resource_provider_id FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id WHERE t.name IN ?)"
+		args = append(args, f.ForbiddenTraits)
+	}
+	for class, amount := range f.Resources {
+		// Capacity, unit constraints and current usage, per class.
+		q += ` AND rp.id IN (SELECT i.resource_provider_id FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
+ WHERE rc.name = ? AND i.min_unit <= ? AND i.max_unit >= ? AND ? % i.step_size = 0
+ AND (i.total - i.reserved) * i.allocation_ratio >= ? + COALESCE((SELECT SUM(al.used) FROM allocations al WHERE al.resource_provider_id = i.resource_provider_id AND al.resource_class_id = i.resource_class_id), 0))`
+		args = append(args, class, amount, amount, amount, amount)
+	}
+	q += " ORDER BY rp.id"
+	var ps []Provider
+	if err := c.Raw(q, args...).Scan(&ps).Error; err != nil {
+		return nil, wrap("list providers", err)
+	}
+	return ps, nil
+}

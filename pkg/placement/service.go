@@ -1,0 +1,84 @@
+// Package placement is the domain logic of the Placement API: resource
+// providers and their trees, inventories, traits, aggregates, resource
+// classes, consumers and allocations.
+//
+// Concurrency: Placement's own model, optimistic generations. Every write
+// that changes a provider bumps its generation with
+// "UPDATE … SET generation = generation + 1 WHERE id = ? AND generation = ?"
+// inside the write's transaction; zero rows affected means another writer
+// got there first and the request fails with 409
+// placement.concurrent_update, rolling everything back. This holds across
+// processes sharing one database (MySQL row locks serialise the UPDATEs;
+// SQLite serialises whole write transactions).
+package placement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/pkg/db"
+)
+
+// Config holds the settings the domain needs.
+type Config struct {
+	IncompleteConsumerProjectID string
+	IncompleteConsumerUserID    string
+}
+
+// Service implements the Placement domain on a database.
+type Service struct {
+	db  *db.DB
+	cfg Config
+}
+
+// NewService returns a Service on d.
+func NewService(d *db.DB, cfg Config) *Service {
+	return &Service{db: d, cfg: cfg}
+}
+
+// DB exposes the database for services layered on Placement (the Blazar
+// host plugin creates providers in the same transaction as its hosts).
+func (s *Service) DB() *db.DB { return s.db }
+
+// tx runs fn in a transaction.
+func (s *Service) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return s.db.WithContext(ctx).Transaction(fn)
+}
+
+// conn returns a non-transactional session for reads.
+func (s *Service) conn(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
+
+// errConcurrent is the generation-conflict error for a provider.
+func errConcurrent(msg string) *Error { return Conflict(CodeConcurrentUpdate, "%s", msg) }
+
+// bumpGeneration increments a provider's generation if it still is gen.
+func bumpGeneration(tx *gorm.DB, providerID, gen int64, now time.Time) error {
+	res := tx.Exec("UPDATE resource_providers SET generation = generation + 1, updated_at = ? WHERE id = ? AND generation = ?", now, providerID, gen)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return errConcurrent("resource provider generation conflict")
+	}
+	return nil
+}
+
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// isNotFound reports a missing row.
+func isNotFound(err error) bool { return errors.Is(err, gorm.ErrRecordNotFound) }
+
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

@@ -1,0 +1,176 @@
+// Package server wires the service together: database, domain services,
+// HTTP APIs and listeners, with graceful shutdown.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/leasehold/leasehold/pkg/config"
+	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/httpx"
+	"github.com/leasehold/leasehold/pkg/placement"
+
+	placementapi "github.com/leasehold/leasehold/handlers/placement"
+)
+
+// Version is set at build time with -ldflags "-X …/pkg/server.Version=…".
+var Version = "0.1.0-dev"
+
+// Server is a running Leasehold.
+type Server struct {
+	cfg       *config.Config
+	db        *db.DB
+	main      http.Handler
+	placement http.Handler
+	// Ready is closed when the listeners accept connections; Addrs then
+	// holds the bound addresses (main first).
+	Ready chan struct{}
+	Addrs []string
+}
+
+// New opens the database (migrating unless disabled) and builds handlers.
+func New(ctx context.Context, cfg *config.Config) (*Server, error) {
+	d, err := db.Open(ctx, cfg.Database)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AutoMigrate {
+		if err := d.Migrate(ctx); err != nil {
+			_ = d.Close()
+			return nil, err
+		}
+	}
+	svc := placement.NewService(d, placement.Config{
+		IncompleteConsumerProjectID: cfg.Placement.IncompleteConsumerProjectID,
+		IncompleteConsumerUserID:    cfg.Placement.IncompleteConsumerUserID,
+	})
+	papi := placementapi.New(svc, cfg.Placement, cfg.CORS)
+
+	s := &Server{cfg: cfg, db: d, Ready: make(chan struct{})}
+	s.placement = s.wrap(papi.Handler())
+	mounted := papi.Mount("/placement")
+	s.main = s.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case p == "/healthcheck":
+			s.healthcheck(w, r)
+		case p == "/placement" || strings.HasPrefix(p, "/placement/"):
+			mounted.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	return s, nil
+}
+
+// wrap adds the outer middleware every listener shares.
+func (s *Server) wrap(h http.Handler) http.Handler {
+	return httpx.RequestID(httpx.AccessLog(h))
+}
+
+// Handler returns the main listener's handler (for tests).
+func (s *Server) Handler() http.Handler { return s.main }
+
+// PlacementHandler returns Placement served at the root (for tests).
+func (s *Server) PlacementHandler() http.Handler { return s.placement }
+
+// DB returns the open database.
+func (s *Server) DB() *db.DB { return s.db }
+
+// healthcheck answers GET 200 "OK" / HEAD 204 when the database answers,
+// 503 otherwise, without authentication.
+func (s *Server) healthcheck(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	reason, status := "OK", http.StatusOK
+	if err := s.db.Ping(ctx); err != nil {
+		reason, status = "database unreachable: "+err.Error(), http.StatusServiceUnavailable
+	}
+	if r.Method == http.MethodHead {
+		if status == http.StatusOK {
+			status = http.StatusNoContent
+		}
+		w.WriteHeader(status)
+		return
+	}
+	if strings.Contains(r.Header.Get("Accept"), "application/json") {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"detailed": false, "reasons": [%q]}`, reason)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(reason))
+}
+
+// Run serves until ctx is cancelled, then drains for ShutdownTimeout.
+func (s *Server) Run(ctx context.Context) error {
+	type lis struct {
+		l net.Listener
+		h http.Handler
+	}
+	var ls []lis
+	listen := func(addr string, h http.Handler, what string) error {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listen %s (%s): %w", addr, what, err)
+		}
+		ls = append(ls, lis{l, h})
+		s.Addrs = append(s.Addrs, l.Addr().String())
+		slog.InfoContext(ctx, "listening", "addr", l.Addr().String(), "serves", what)
+		return nil
+	}
+	if err := listen(s.cfg.Listen, s.main, "blazar /v1, placement /placement, /healthcheck"); err != nil {
+		return err
+	}
+	if s.cfg.PlacementListen != "" {
+		if err := listen(s.cfg.PlacementListen, s.placement, "placement at /"); err != nil {
+			ls[0].l.Close()
+			return err
+		}
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, len(ls))
+	var srvs []*http.Server
+	for _, x := range ls {
+		srv := &http.Server{Handler: x.h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+		srvs = append(srvs, srv)
+		wg.Add(1)
+		go func(l net.Listener) {
+			defer wg.Done()
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}(x.l)
+	}
+	close(s.Ready)
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	slog.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	for _, srv := range srvs {
+		_ = srv.Shutdown(sctx)
+	}
+	wg.Wait()
+	if err := s.db.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	return runErr
+}
