@@ -89,12 +89,12 @@ var defaults = map[string]any{
 // lower case) onto ours, so an existing placement.conf or blazar.conf can
 // be pointed at directly.
 var osloAliases = map[string]string{
-	"database.connection":           "database",
-	"placement_database.connection": "database",
-	"api.auth_strategy":             "auth",
-	"default.auth_strategy":         "auth",
+	"database.connection":                "database",
+	"placement_database.connection":      "database",
+	"api.auth_strategy":                  "auth",
+	"default.auth_strategy":              "auth",
 	"placement_database.sync_on_startup": "auto_migrate",
-	"default.debug":                 "log_level",
+	"default.debug":                      "log_level",
 }
 
 // Flags registers the serve flags on fs; their names are the config keys.
