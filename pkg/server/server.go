@@ -18,6 +18,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/httpx"
 	"github.com/leasehold/leasehold/pkg/placement"
 
+	blazarapi "github.com/leasehold/leasehold/handlers/blazar"
 	placementapi "github.com/leasehold/leasehold/handlers/placement"
 )
 
@@ -34,7 +35,13 @@ type Server struct {
 	// holds the bound addresses (main first).
 	Ready chan struct{}
 	Addrs []string
+	// background are long-running workers (the lease event manager) run
+	// for the life of the server and stopped before the database closes.
+	background []func(ctx context.Context)
 }
+
+// AddBackground registers a worker started by Run.
+func (s *Server) AddBackground(fn func(ctx context.Context)) { s.background = append(s.background, fn) }
 
 // New opens the database (migrating unless disabled) and builds handlers.
 func New(ctx context.Context, cfg *config.Config) (*Server, error) {
@@ -57,14 +64,26 @@ func New(ctx context.Context, cfg *config.Config) (*Server, error) {
 	s := &Server{cfg: cfg, db: d, Ready: make(chan struct{})}
 	s.placement = s.wrap(papi.Handler())
 	mounted := papi.Mount("/placement")
+	v1, err := s.setupBlazar(ctx, svc)
+	if err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	v1 = http.StripPrefix("/v1", v1)
 	s.main = s.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
 		case p == "/healthcheck":
 			s.healthcheck(w, r)
 		case p == "/placement" || strings.HasPrefix(p, "/placement/"):
 			mounted.ServeHTTP(w, r)
+		case strings.HasPrefix(p, "/v1/"):
+			v1.ServeHTTP(w, r)
+		case p == "/" || p == "/versions":
+			blazarapi.Versions(w, r)
 		default:
-			http.NotFound(w, r)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error": 404, "error_message": "The requested URL was not found on the server."}`))
 		}
 	}))
 	return s, nil
@@ -156,6 +175,12 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}(x.l)
 	}
+	bctx, bcancel := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	for _, fn := range s.background {
+		bg.Add(1)
+		go func() { defer bg.Done(); fn(bctx) }()
+	}
 	close(s.Ready)
 	var runErr error
 	select {
@@ -169,6 +194,8 @@ func (s *Server) Run(ctx context.Context) error {
 		_ = srv.Shutdown(sctx)
 	}
 	wg.Wait()
+	bcancel()
+	bg.Wait()
 	if err := s.db.Close(); err != nil && runErr == nil {
 		runErr = err
 	}

@@ -1,0 +1,244 @@
+// Package blazar serves the OpenStack Blazar v1 API (reservation service,
+// microversion 1.0) under /v1, plus the version document at / and
+// /versions. Handlers decode, check policy, call the services in pkg/blazar
+// and plugins/, and encode; they never touch SQL.
+package blazar
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/leasehold/leasehold/pkg/auth"
+	"github.com/leasehold/leasehold/pkg/httpx"
+	"github.com/leasehold/leasehold/pkg/microversion"
+)
+
+var apiVersion = microversion.Version{Major: 1, Minor: 0}
+
+// Error is an error with the HTTP status Blazar gives it. Services in
+// pkg/blazar and plugins/ return it; Name is Blazar's error_name (Blazar
+// repeats the integer status there for its own exceptions).
+type Error struct {
+	Status int
+	Msg    string
+	Name   any
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Errorf builds an *Error.
+func Errorf(status int, msg string) *Error { return &Error{Status: status, Msg: msg, Name: status} }
+
+// StatusError is implemented by domain errors that carry an HTTP status
+// (e.g. the allocator's not-enough-hosts error via the lease service).
+type StatusError interface {
+	error
+	HTTPStatus() int
+}
+
+// handlerFunc returns its error for one renderer.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// Router is the /v1 router the resource files register on.
+type Router struct {
+	mux *chi.Mux
+}
+
+// NewRouter returns an empty Blazar router with the not-found and
+// method-not-allowed bodies Blazar's werkzeug layer gives.
+func NewRouter() *Router {
+	rt := &Router{mux: chi.NewRouter()}
+	rt.mux.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeWerkzeug(w, http.StatusNotFound, "The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.")
+	})
+	rt.mux.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeWerkzeug(w, http.StatusMethodNotAllowed, "The method is not allowed for the requested URL.")
+	})
+	return rt
+}
+
+// Handle registers h for method and pattern (under /v1), also with the
+// ".json" suffix Blazar accepts on every route.
+func (rt *Router) Handle(method, pattern string, h handlerFunc) {
+	fn := func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			RenderError(w, r, err)
+		}
+	}
+	rt.mux.MethodFunc(method, pattern, fn)
+	rt.mux.MethodFunc(method, pattern+".json", fn)
+}
+
+// Handler wraps the router with Blazar's pipeline: identity, microversion,
+// panic recovery. It expects to be mounted at /v1 with the prefix removed.
+func (rt *Router) Handler(authn Authenticator) http.Handler {
+	var h http.Handler = rt.mux
+	h = httpx.Recover(func(w http.ResponseWriter, r *http.Request, status int, msg string) {
+		writeBlazar(w, status, "Internal Server Error", "INTERNAL_SERVER_ERROR")
+	})(h)
+	h = microversionMiddleware(h)
+	h = authMiddleware(authn, h)
+	return h
+}
+
+func microversionMiddleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, err := microversion.Negotiate(r.Header.Values("Openstack-Api-Version"), "reservation", apiVersion, apiVersion)
+		if err != nil {
+			var na *microversion.ErrNotAcceptable
+			if errors.As(err, &na) {
+				writeWerkzeug(w, http.StatusNotAcceptable, "Version "+na.Requested+" was requested but the requested version is not supported for this resource.")
+				return
+			}
+			writeWerkzeug(w, http.StatusBadRequest, "API Version String "+err.Error()+" is of invalid format. Must be of format MajorNum.MinorNum.")
+			return
+		}
+		w.Header().Set("Openstack-Api-Version", "reservation "+v.String())
+		w.Header().Add("Vary", "OpenStack-API-Version")
+		next.ServeHTTP(w, r.WithContext(microversion.WithVersion(r.Context(), v)))
+	})
+}
+
+// Authenticator turns request headers into an identity, or refuses.
+// noauth now; Keystone (gophercloud token validation) slots in later.
+type Authenticator interface {
+	Authenticate(r *http.Request) (*auth.Identity, error)
+}
+
+// NoAuth is Blazar in noauth mode: with no identity headers the caller is
+// an admin of project "admin"; X-User-Id, X-Project-Id and X-Roles (or a
+// token "user:project") name another caller so multi-tenancy is testable.
+type NoAuth struct{}
+
+// Authenticate implements Authenticator.
+func (NoAuth) Authenticate(r *http.Request) (*auth.Identity, error) {
+	id := &auth.Identity{UserID: "admin", ProjectID: "admin", Roles: []string{"admin"}}
+	explicit := false
+	if tok := r.Header.Get("X-Auth-Token"); strings.Contains(tok, ":") {
+		u, p, _ := strings.Cut(tok, ":")
+		id.UserID, id.ProjectID, id.Roles, explicit = u, p, nil, true
+	}
+	if u := r.Header.Get("X-User-Id"); u != "" {
+		id.UserID, explicit = u, true
+	}
+	if p := r.Header.Get("X-Project-Id"); p != "" {
+		id.ProjectID, explicit = p, true
+	}
+	if roles, ok := r.Header["X-Roles"]; ok {
+		id.Roles = auth.SplitRoles(strings.Join(roles, ","))
+	} else if explicit {
+		// Another identity without roles is a plain project member.
+		id.Roles = []string{"member", "reader"}
+		if id.UserID == "admin" {
+			id.Roles = []string{"admin"}
+		}
+	}
+	return id, nil
+}
+
+func authMiddleware(authn Authenticator, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := authn.Authenticate(r)
+		if err != nil || id == nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error": {"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}}`))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))
+	})
+}
+
+// RenderError writes err in Blazar's shape.
+func RenderError(w http.ResponseWriter, r *http.Request, err error) {
+	var be *Error
+	var se StatusError
+	switch {
+	case errors.As(err, &be):
+		if be.Status >= 500 {
+			slog.ErrorContext(r.Context(), "request failed", "err", err)
+		}
+		name := be.Name
+		if name == nil {
+			name = be.Status
+		}
+		writeBlazar(w, be.Status, be.Msg, name)
+	case errors.As(err, &se):
+		writeBlazar(w, se.HTTPStatus(), se.Error(), se.HTTPStatus())
+	default:
+		slog.ErrorContext(r.Context(), "internal error", "err", err)
+		writeBlazar(w, http.StatusInternalServerError, "Internal Server Error", "INTERNAL_SERVER_ERROR")
+	}
+}
+
+func writeBlazar(w http.ResponseWriter, status int, msg string, name any) {
+	b, _ := json.Marshal(map[string]any{"error_code": status, "error_message": msg, "error_name": name})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func writeWerkzeug(w http.ResponseWriter, status int, msg string) {
+	b, _ := json.Marshal(map[string]any{"error": status, "error_message": msg})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// WriteJSON writes body with status.
+func WriteJSON(w http.ResponseWriter, status int, body any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err = w.Write(b)
+	return err
+}
+
+// DecodeBody reads a JSON object body: a missing Content-Type counts as
+// JSON, another type is a 400, an empty body is {}. Unknown fields are
+// left for the caller to reject (Blazar whitelists per call).
+func DecodeBody(r *http.Request, dst any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			return Errorf(http.StatusBadRequest, "Content type "+ct+" is not supported; use application/json.")
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+	if err != nil {
+		return Errorf(http.StatusBadRequest, "Could not read the request body: "+err.Error())
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(dst); err != nil {
+		return Errorf(http.StatusBadRequest, "Malformed JSON in request body: "+err.Error())
+	}
+	return nil
+}
+
+// Versions handles GET / and GET /versions: 300 with the versions document.
+func Versions(w http.ResponseWriter, r *http.Request) {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	doc := map[string]any{"versions": []map[string]any{{
+		"id": "v1.0", "status": "CURRENT", "min_version": "1.0", "max_version": "1.0",
+		"links": []map[string]string{{"href": scheme + "://" + r.Host + "/v1", "rel": "self"}},
+	}}}
+	_ = WriteJSON(w, http.StatusMultipleChoices, doc)
+}
