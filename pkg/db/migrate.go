@@ -27,7 +27,10 @@ func register(m *gormigrate.Migration) { migrations = append(migrations, m) }
 // so names compare exactly as they do on SQLite.
 func tableOptions(tx *gorm.DB) *gorm.DB {
 	if tx.Dialector.Name() == "mysql" {
-		return tx.Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
+		// Session makes the result reusable: Set alone returns a DB whose
+		// statement every later chained call would add to (gormigrate's
+		// Table("leasehold_migrations") then leaked into CreateTable).
+		return tx.Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin").Session(&gorm.Session{})
 	}
 	return tx
 }
