@@ -36,6 +36,8 @@ type Config struct {
 
 	Placement Placement `mapstructure:"placement"`
 	CORS      CORS      `mapstructure:"cors"`
+	// Blazar holds blazar.conf's lease settings (see blazar.go).
+	Blazar Blazar `mapstructure:",squash"`
 }
 
 // Placement holds the [placement] section.

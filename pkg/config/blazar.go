@@ -1,0 +1,123 @@
+package config
+
+import "fmt"
+
+// Blazar holds the blazar.conf settings of the lease side, under the
+// names blazar.conf gives them, so an existing blazar.conf can be read:
+//
+//	[DEFAULT] cleaning_time
+//	[manager] minutes_before_end_lease, event_max_retries
+//	[physical:host] cleaning_time, before_end, randomize_host_selection
+//	[enforcement] enabled_filters, max_lease_duration, …
+//
+// In YAML/TOML the same keys nest under manager:, "physical:host": and
+// enforcement:; LEASEHOLD_MANAGER_MINUTES_BEFORE_END_LEASE and
+// LEASEHOLD_ENFORCEMENT_* environment variables work too.
+type Blazar struct {
+	// CleaningTime is [DEFAULT] cleaning_time in minutes; [physical:host]
+	// cleaning_time, when set, wins for host reservations.
+	CleaningTime int           `mapstructure:"cleaning_time"`
+	Manager      Manager       `mapstructure:"manager"`
+	PhysicalHost PhysicalHost  `mapstructure:"physical:host"`
+	Enforcement  Enforcement   `mapstructure:"enforcement"`
+	Events       EventsManager `mapstructure:"events"`
+}
+
+// Manager is blazar.conf's [manager] section.
+type Manager struct {
+	// MinutesBeforeEndLease places the before_end_lease event when the
+	// lease gives no before_end_date; 0 disables it.
+	MinutesBeforeEndLease int `mapstructure:"minutes_before_end_lease"`
+	// EventMaxRetries bounds the retries of an event whose lease is busy.
+	EventMaxRetries int `mapstructure:"event_max_retries"`
+}
+
+// PhysicalHost is blazar.conf's [physical:host] section.
+type PhysicalHost struct {
+	// CleaningTime (minutes) is kept free before and after every host
+	// reservation; -1 means "use [DEFAULT] cleaning_time".
+	CleaningTime int `mapstructure:"cleaning_time"`
+	// BeforeEnd is the action of before_end "default": "" or "snapshot".
+	BeforeEnd string `mapstructure:"before_end"`
+	// RandomizeHostSelection is accepted for compatibility; the allocator
+	// is deterministic and ignores it.
+	RandomizeHostSelection bool `mapstructure:"randomize_host_selection"`
+}
+
+// Enforcement is blazar.conf's [enforcement] section.
+type Enforcement struct {
+	// EnabledFilters lists MaxLeaseDurationFilter and/or
+	// ExternalServiceFilter.
+	EnabledFilters []string `mapstructure:"enabled_filters"`
+	// MaxLeaseDuration is in seconds; -1 means no limit.
+	MaxLeaseDuration                 int      `mapstructure:"max_lease_duration"`
+	MaxLeaseDurationExemptProjectIDs []string `mapstructure:"max_lease_duration_exempt_project_ids"`
+	// ExternalServiceBaseEndpoint gets check-create, check-update and
+	// on-end appended unless the per-call endpoint is set.
+	ExternalServiceBaseEndpoint        string `mapstructure:"external_service_base_endpoint"`
+	ExternalServiceCheckCreateEndpoint string `mapstructure:"external_service_check_create_endpoint"`
+	ExternalServiceCheckUpdateEndpoint string `mapstructure:"external_service_check_update_endpoint"`
+	ExternalServiceOnEndEndpoint       string `mapstructure:"external_service_on_end_endpoint"`
+	ExternalServiceToken               string `mapstructure:"external_service_token"`
+}
+
+// EventsManager tunes Leasehold's event manager (not in blazar.conf).
+type EventsManager struct {
+	// PollInterval bounds how late an event created by another process
+	// is seen (at most 1s is enforced).
+	PollInterval string `mapstructure:"poll_interval"`
+	// ClaimTimeout is how long an IN_PROGRESS event may stay claimed
+	// before another manager takes it back (its claimant is presumed dead).
+	ClaimTimeout string `mapstructure:"claim_timeout"`
+}
+
+func init() {
+	for k, v := range map[string]any{
+		"cleaning_time":                                      0,
+		"manager.minutes_before_end_lease":                   60,
+		"manager.event_max_retries":                          1,
+		"physical:host.cleaning_time":                        -1,
+		"physical:host.before_end":                           "",
+		"physical:host.randomize_host_selection":             false,
+		"enforcement.enabled_filters":                        []string{},
+		"enforcement.max_lease_duration":                     -1,
+		"enforcement.max_lease_duration_exempt_project_ids":  []string{},
+		"enforcement.external_service_base_endpoint":         "",
+		"enforcement.external_service_check_create_endpoint": "",
+		"enforcement.external_service_check_update_endpoint": "",
+		"enforcement.external_service_on_end_endpoint":       "",
+		"enforcement.external_service_token":                 "",
+		"events.poll_interval":                               "1s",
+		"events.claim_timeout":                               "5m",
+	} {
+		defaults[k] = v
+	}
+}
+
+// HostCleaningMinutes is the cleaning time host reservations use.
+func (b *Blazar) HostCleaningMinutes() int {
+	if b.PhysicalHost.CleaningTime >= 0 {
+		return b.PhysicalHost.CleaningTime
+	}
+	return b.CleaningTime
+}
+
+// Normalize splits list values given as one comma-separated string (env,
+// INI) and checks the enumerated values.
+func (b *Blazar) Normalize() error {
+	b.Enforcement.EnabledFilters = splitList(b.Enforcement.EnabledFilters)
+	b.Enforcement.MaxLeaseDurationExemptProjectIDs = splitList(b.Enforcement.MaxLeaseDurationExemptProjectIDs)
+	switch b.PhysicalHost.BeforeEnd {
+	case "", "snapshot":
+	default:
+		return fmt.Errorf("config: physical:host.before_end %q: want \"\" or snapshot", b.PhysicalHost.BeforeEnd)
+	}
+	for _, f := range b.Enforcement.EnabledFilters {
+		switch f {
+		case "MaxLeaseDurationFilter", "ExternalServiceFilter":
+		default:
+			return fmt.Errorf("config: enforcement.enabled_filters: unknown filter %q (known: MaxLeaseDurationFilter, ExternalServiceFilter)", f)
+		}
+	}
+	return nil
+}

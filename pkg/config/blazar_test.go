@@ -1,0 +1,96 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+)
+
+func TestBlazarDefaults(t *testing.T) {
+	t.Setenv("LEASEHOLD_CONFIG", "")
+	c, err := Load(pflag.NewFlagSet("x", pflag.ContinueOnError))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Blazar.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	want := Blazar{
+		Manager:      Manager{MinutesBeforeEndLease: 60, EventMaxRetries: 1},
+		PhysicalHost: PhysicalHost{CleaningTime: -1},
+		Enforcement:  Enforcement{MaxLeaseDuration: -1},
+		Events:       EventsManager{PollInterval: "1s", ClaimTimeout: "5m"},
+	}
+	if diff := cmp.Diff(want, c.Blazar); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	if got := c.Blazar.HostCleaningMinutes(); got != 0 {
+		t.Errorf("HostCleaningMinutes = %d, want 0", got)
+	}
+}
+
+func TestBlazarFromBlazarConf(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "blazar.conf")
+	conf := `[DEFAULT]
+cleaning_time = 5
+
+[manager]
+minutes_before_end_lease = 30
+
+[physical:host]
+before_end = snapshot
+cleaning_time = 10
+
+[enforcement]
+enabled_filters = MaxLeaseDurationFilter,ExternalServiceFilter
+max_lease_duration = 86400
+max_lease_duration_exempt_project_ids = p1, p2
+external_service_base_endpoint = http://example.test/api/
+external_service_on_end_endpoint = http://example.test/end
+`
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LEASEHOLD_CONFIG", file)
+	c, err := Load(pflag.NewFlagSet("x", pflag.ContinueOnError))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Blazar.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	want := Blazar{
+		CleaningTime: 5,
+		Manager:      Manager{MinutesBeforeEndLease: 30, EventMaxRetries: 1},
+		PhysicalHost: PhysicalHost{CleaningTime: 10, BeforeEnd: "snapshot"},
+		Enforcement: Enforcement{
+			EnabledFilters:                   []string{"MaxLeaseDurationFilter", "ExternalServiceFilter"},
+			MaxLeaseDuration:                 86400,
+			MaxLeaseDurationExemptProjectIDs: []string{"p1", "p2"},
+			ExternalServiceBaseEndpoint:      "http://example.test/api/",
+			ExternalServiceOnEndEndpoint:     "http://example.test/end",
+		},
+		Events: EventsManager{PollInterval: "1s", ClaimTimeout: "5m"},
+	}
+	if diff := cmp.Diff(want, c.Blazar); diff != "" {
+		t.Errorf("blazar.conf (-want +got):\n%s", diff)
+	}
+	if got := c.Blazar.HostCleaningMinutes(); got != 10 {
+		t.Errorf("HostCleaningMinutes = %d, want 10", got)
+	}
+}
+
+func TestBlazarNormalizeRejects(t *testing.T) {
+	for _, b := range []Blazar{
+		{PhysicalHost: PhysicalHost{BeforeEnd: "reboot"}},
+		{Enforcement: Enforcement{EnabledFilters: []string{"MaxReservationLengthFilter"}}},
+	} {
+		if err := b.Normalize(); err == nil {
+			t.Errorf("Normalize(%+v) = nil, want an error", b)
+		}
+	}
+}
