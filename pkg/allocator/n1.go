@@ -1,0 +1,312 @@
+package allocator
+
+import "slices"
+
+// The global N+1 capacity check (htools' GlobalN1): after a placement,
+// every node of the scope must be evacuable: its DRBD primaries fail over
+// to their secondaries, its shared-storage instances move to another node
+// of the group, and its other instances (biggest memory first) can be
+// re-created elsewhere in the group.
+
+// state is a cluster state: a base cluster plus overlaid nodes and
+// instances (copy on write), with metric statistics kept up to date.
+type state struct {
+	c     *Cluster
+	nodes map[int]Node
+	insts map[int]Instance
+	extra []Instance // instances appended (index len(c.Instances)+k)
+	stats *Stats     // nil when scores are not needed
+}
+
+func (s *state) node(i int) *Node {
+	if n, ok := s.nodes[i]; ok {
+		return &n
+	}
+	return &s.c.Nodes[i]
+}
+
+func (s *state) setNode(i int, n Node) {
+	if s.stats != nil {
+		old := s.node(i)
+		ov, nv := nodeValues(old), nodeValues(&n)
+		st := s.stats.clone()
+		st.update(old, &n, &ov, &nv)
+		s.stats = st
+	}
+	s.nodes[i] = n
+}
+
+func (s *state) inst(i int) *Instance {
+	if i >= len(s.c.Instances) {
+		return &s.extra[i-len(s.c.Instances)]
+	}
+	if v, ok := s.insts[i]; ok {
+		return &v
+	}
+	return &s.c.Instances[i]
+}
+
+func (s *state) setInst(i int, v Instance) {
+	if i >= len(s.c.Instances) {
+		s.extra[i-len(s.c.Instances)] = v
+		return
+	}
+	s.insts[i] = v
+}
+
+func (s *state) fork() *state {
+	t := &state{c: s.c, nodes: make(map[int]Node, len(s.nodes)+8), insts: make(map[int]Instance, len(s.insts)+4),
+		extra: slices.Clone(s.extra), stats: s.stats}
+	for k, v := range s.nodes {
+		t.nodes[k] = v
+	}
+	for k, v := range s.insts {
+		t.insts[k] = v
+	}
+	return t
+}
+
+// placedState is the state after a placement (extractNl/updateIl).
+func (c *Cluster) placedState(pl *Placement) *state {
+	s := &state{c: c, nodes: map[int]Node{}, insts: map[int]Instance{}, stats: pl.stats}
+	inst := pl.Inst
+	inst.Idx = len(c.Instances)
+	s.extra = []Instance{inst}
+	np := pl.NewP
+	np.commitPri(&inst)
+	s.nodes[pl.P] = np
+	if pl.S >= 0 {
+		ns := pl.NewS
+		ns.commitSec(&inst, pl.P)
+		s.nodes[pl.S] = ns
+	}
+	return s
+}
+
+// failover is applyMoveEx Failover with force (Moves.move).
+func (s *state) failover(idx int) FailMode {
+	inst := *s.inst(idx)
+	if inst.SNode < 0 {
+		return FailInternal
+	}
+	oldP, oldS := s.node(inst.PNode), s.node(inst.SNode)
+	if f := checkMigration(oldP, oldS); f != FailNone {
+		return f
+	}
+	intP := oldP.removePri(&inst)
+	intS := oldS.removeSec(&inst)
+	newP, f := intS.addPri(&inst, true)
+	if f != FailNone {
+		return f
+	}
+	newS, f := intP.addSec(&inst, inst.SNode, oldP.Offline, true)
+	if f != FailNone {
+		return f
+	}
+	moved := inst
+	moved.PNode, moved.SNode = inst.SNode, inst.PNode
+	newP.commitPri(&moved)
+	newS.commitSec(&moved, moved.PNode)
+	pdx, sdx := inst.PNode, inst.SNode
+	s.setNode(pdx, newS)
+	s.setNode(sdx, newP)
+	s.setInst(idx, moved)
+	return FailNone
+}
+
+// failoverToAny moves a shared-storage instance to the best target.
+func (s *state) failoverToAny(idx int, targets []int) bool {
+	inst := *s.inst(idx)
+	old := s.node(inst.PNode)
+	bestScore, bestT := 0.0, -1
+	var bestNode Node
+	for _, t := range targets {
+		tn := s.node(t)
+		if checkMigration(old, tn) != FailNone {
+			continue
+		}
+		nn, f := tn.addPri(&inst, true)
+		if f != FailNone {
+			continue
+		}
+		sc := s.scoreWith(t, tn, &nn)
+		if bestT < 0 || !(bestScore < sc) {
+			bestScore, bestT, bestNode = sc, t, nn
+		}
+	}
+	if bestT < 0 {
+		return false
+	}
+	moved := inst
+	moved.PNode = bestT
+	bestNode.commitPri(&moved)
+	s.setNode(inst.PNode, old.removePri(&inst))
+	s.setNode(bestT, bestNode)
+	s.setInst(idx, moved)
+	return true
+}
+
+// recreate places a copy of a non-movable instance on the best target
+// (allocateOnSingle with soft errors ignored).
+func (s *state) recreate(idx int, targets []int) bool {
+	inst := *s.inst(idx)
+	bestScore, bestT := 0.0, -1
+	var bestNode Node
+	for _, t := range targets {
+		tn := s.node(t)
+		if inst.MatchesPolicy(tn.Policy, tn.ExclStorage) != FailNone {
+			continue
+		}
+		nn, f := tn.addPri(&inst, true)
+		if f != FailNone {
+			continue
+		}
+		sc := s.scoreWith(t, tn, &nn)
+		if bestT < 0 || !(bestScore < sc) {
+			bestScore, bestT, bestNode = sc, t, nn
+		}
+	}
+	if bestT < 0 {
+		return false
+	}
+	cp := inst
+	cp.PNode, cp.SNode = bestT, -1
+	cp.Idx = len(s.c.Instances) + len(s.extra)
+	s.extra = append(s.extra, cp)
+	bestNode.commitPri(&cp)
+	s.setNode(bestT, bestNode)
+	return true
+}
+
+func (s *state) scoreWith(i int, old, nw *Node) float64 {
+	if s.stats == nil {
+		return 0
+	}
+	st := s.stats.clone()
+	ov, nv := nodeValues(old), nodeValues(nw)
+	st.update(old, nw, &ov, &nv)
+	return st.Score()
+}
+
+// canEvacuate is GlobalN1.canEvacuateNode for node n of state s.
+func (s *state) canEvacuate(sc scope, n int) bool {
+	node := s.node(n)
+	var drbd, shared, other []int
+	// htools keeps primaries newest first.
+	for k := len(node.pList) - 1; k >= 0; k-- {
+		idx := node.pList[k]
+		in := s.inst(idx)
+		switch {
+		case in.Template == DTDrbd:
+			drbd = append(drbd, idx)
+		case in.Template.movable():
+			shared = append(shared, idx)
+		default:
+			other = append(other, idx)
+		}
+	}
+	if len(shared) == 0 && len(other) == 0 && len(drbd) == 0 {
+		return true
+	}
+	w := s.fork()
+	for _, idx := range drbd {
+		if w.failover(idx) != FailNone {
+			return false
+		}
+	}
+	if len(shared) == 0 && len(other) == 0 {
+		return true
+	}
+	g := w.node(n).Group
+	var escape []int
+	for _, i := range sc.nodes {
+		if i != n && w.node(i).Group == g {
+			escape = append(escape, i)
+		}
+	}
+	for _, idx := range shared {
+		if !w.failoverToAny(idx, escape) {
+			return false
+		}
+	}
+	slices.SortStableFunc(other, func(a, b int) int { return w.inst(b).Mem - w.inst(a).Mem })
+	for _, idx := range other {
+		if !w.recreate(idx, escape) {
+			return false
+		}
+	}
+	return true
+}
+
+// n1Cache remembers which nodes are evacuable before any placement.
+type n1Cache struct {
+	ok []bool // by node index
+}
+
+// globalN1 checks the state after placement pl over the scope.
+func (c *Cluster) globalN1(sc scope, pl *Placement) bool {
+	s := c.placedState(pl)
+	if s.stats == nil {
+		// Dedicated or unscored: scores only rank evacuation targets.
+		s.stats = c.statsOf(sc)
+	}
+	cache := c.n1base(sc)
+	affected := map[int]bool{pl.P: true}
+	groups := map[int]bool{c.Nodes[pl.P].Group: true}
+	if pl.S >= 0 {
+		affected[pl.S] = true
+	}
+	for a := range maps2(affected) {
+		for _, idx := range s.node(a).sList {
+			affected[s.inst(idx).PNode] = true
+		}
+	}
+	for _, i := range sc.nodes {
+		if !affected[i] && !(groups[c.Nodes[i].Group] && c.hasNonDrbd(i)) {
+			if !cache.ok[i] {
+				return false
+			}
+			continue
+		}
+		if !s.canEvacuate(sc, i) {
+			return false
+		}
+	}
+	return true
+}
+
+func maps2(m map[int]bool) map[int]bool {
+	out := make(map[int]bool, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (c *Cluster) hasNonDrbd(i int) bool {
+	for _, idx := range c.Nodes[i].pList {
+		if c.Instances[idx].Template != DTDrbd {
+			return true
+		}
+	}
+	return false
+}
+
+// n1base computes (once per cluster state and scope) which nodes can be
+// evacuated before the placement.
+func (c *Cluster) n1base(sc scope) *n1Cache {
+	key := len(sc.nodes)
+	if key > 0 {
+		key = key*1_000_003 + sc.nodes[0]
+	}
+	if c.n1 != nil && c.n1key == key && c.n1ver == c.version {
+		return c.n1
+	}
+	s := &state{c: c, nodes: map[int]Node{}, insts: map[int]Instance{}, stats: c.statsOf(sc)}
+	cache := &n1Cache{ok: make([]bool, len(c.Nodes))}
+	for _, i := range sc.nodes {
+		cache.ok[i] = s.canEvacuate(sc, i)
+	}
+	c.n1, c.n1key, c.n1ver = cache, key, c.version
+	return cache
+}
