@@ -55,15 +55,15 @@ func (f *failCounts) String() string {
 
 // Placement is one candidate placement: nodes and resulting node states.
 type Placement struct {
-	P, S   int // node indices; S = -1 for single
-	NewP   Node
-	NewS   Node
-	Inst   Instance // the placed instance
-	Score  float64  // normal metric
-	Ded    DedMetric
-	IsDed  bool
-	Pairs  [][2]string // location/exclusion pairs added on P
-	stats  *Stats
+	P, S  int // node indices; S = -1 for single
+	NewP  Node
+	NewS  Node
+	Inst  Instance // the placed instance
+	Score float64  // normal metric
+	Ded   DedMetric
+	IsDed bool
+	Pairs [][2]string // location/exclusion pairs added on P
+	stats *Stats
 }
 
 // less orders placements by metric (smaller is better).

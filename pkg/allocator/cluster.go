@@ -24,19 +24,19 @@ type Cluster struct {
 
 // NodeSpec describes a node for NewCluster.
 type NodeSpec struct {
-	Name                  string
-	Group                 int
-	Offline               bool // offline, drained or not vm_capable
-	Tags                  []string
-	TotalMem              float64
-	ReservedMem, FreeMem  int
-	TotalDisk             float64
-	FreeDisk              int
-	TotalCPUs             float64
-	ReservedCPUs          int
-	TotalSpindles         int // spindle_count (normal) or total_spindles (exclusive)
-	FreeSpindles          int
-	ExclusiveStorage      bool
+	Name                 string
+	Group                int
+	Offline              bool // offline, drained or not vm_capable
+	Tags                 []string
+	TotalMem             float64
+	ReservedMem, FreeMem int
+	TotalDisk            float64
+	FreeDisk             int
+	TotalCPUs            float64
+	ReservedCPUs         int
+	TotalSpindles        int // spindle_count (normal) or total_spindles (exclusive)
+	FreeSpindles         int
+	ExclusiveStorage     bool
 }
 
 // InstanceSpec is an existing instance for NewCluster.
