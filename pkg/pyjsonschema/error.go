@@ -282,3 +282,18 @@ func QueryValue(params [][2]string) Value {
 	}
 	return Value{kind: ObjectKind, obj: o}
 }
+
+// DecodeAndValidate mirrors Placement's util.extract_json: it decodes body
+// and validates it. The error is a *DecodeError (render it as
+// "Malformed JSON: %s") or a *ValidationError (render it as
+// "JSON does not validate: %s").
+func (s *Schema) DecodeAndValidate(body []byte) (Value, error) {
+	v, err := Decode(body)
+	if err != nil {
+		return Value{}, err
+	}
+	if verr := s.Validate(v); verr != nil {
+		return v, verr
+	}
+	return v, nil
+}

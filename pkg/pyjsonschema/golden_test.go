@@ -19,6 +19,7 @@ type golden struct {
 		Query      [][2]string `json:"query"`
 		Error      *string     `json:"error"`
 		Message    string      `json:"message"`
+		All        []string    `json:"all_messages"`
 		Validator  any         `json:"validator"`
 		Path       []any       `json:"path"`
 		SchemaPath []any       `json:"schema_path"`
@@ -94,6 +95,22 @@ func TestGoldenValidate(t *testing.T) {
 			}
 			if got.Error() != *c.Error {
 				t.Errorf("str mismatch\n--- got:\n%s\n--- want:\n%s", got.Error(), *c.Error)
+			}
+			var inst Value
+			if c.Instance != nil {
+				inst, _ = Decode([]byte(*c.Instance))
+			} else {
+				inst = QueryValue(c.Query)
+			}
+			all := s.AllErrors(inst)
+			if len(all) != len(c.All) {
+				t.Errorf("iter_errors gave %d errors, want %d", len(all), len(c.All))
+			} else {
+				for i, e := range all {
+					if e.Message != c.All[i] {
+						t.Errorf("iter_errors[%d] = %q, want %q", i, e.Message, c.All[i])
+					}
+				}
 			}
 			if got.Message != c.Message {
 				t.Errorf("message %q, want %q", got.Message, c.Message)

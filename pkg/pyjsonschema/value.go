@@ -350,3 +350,13 @@ func FromInterface(x any) (Value, error) {
 	}
 	return Decode(data)
 }
+
+// String returns v as compact JSON (Python's repr for NaN and infinities),
+// for logging and debugging.
+func (v Value) String() string {
+	b, err := v.MarshalJSON()
+	if err != nil {
+		return v.Repr()
+	}
+	return string(b)
+}

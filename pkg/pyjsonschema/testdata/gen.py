@@ -340,18 +340,103 @@ DECODE_BYTES = [b'\xff', b'a\x80', b'\xe2\x82x', b'\xe2\x82', b'\xed\xa0\x80', b
                 b'\xc0\xaf', b'\xf4\x90\x80\x80', b'ab\xe2', b'"\xc3\xa9"']
 
 
+PALETTE = [0, -1, 1, 1.5, 1.0, 2147483648, "x", "", "lower", "VCPU", "CUSTOM_X",
+           None, True, False, [], {}, [1, 1], ["A", "b"], {"VCPU": 0}, {"resources": {}},
+           "y" * 80, U1, U2, "not-a-uuid", {"k": [1, {"z": None}]}]
+KEYS = ["total", "reserved", "resources", "project_id", "user_id", "consumer_generation",
+        "consumer_type", "allocations", "traits", "aggregates", "name", "uuid", "generation",
+        "VCPU", "DISK_GB", "bad_field", "nam", U2, "inventories", "resource_provider_generation"]
+
+
+def containers(value, path=()):
+    if isinstance(value, (dict, list)):
+        yield path, value
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for k, sub in items:
+            yield from containers(sub, path + (k,))
+
+
+def mutate(value, rng):
+    import copy
+    value = copy.deepcopy(value)
+    for _ in range(rng.randint(1, 3)):
+        conts = list(containers(value))
+        if not conts:
+            return rng.choice(PALETTE)
+        _, c = rng.choice(conts)
+        op = rng.random()
+        if isinstance(c, dict):
+            if c and op < 0.3:
+                del c[rng.choice(list(c))]
+            elif c and op < 0.7:
+                c[rng.choice(list(c))] = copy.deepcopy(rng.choice(PALETTE))
+            else:
+                c[rng.choice(KEYS)] = copy.deepcopy(rng.choice(PALETTE))
+        else:
+            if c and op < 0.5:
+                c[rng.randrange(len(c))] = copy.deepcopy(rng.choice(PALETTE))
+            else:
+                c.append(copy.deepcopy(rng.choice(PALETTE)))
+    return value
+
+
+def add_random_cases():
+    import random
+    rng = random.Random(20240611)
+    bases = [
+        ("inv", INV, '{"total": 1, "resource_provider_generation": 0, "reserved": 0, "allocation_ratio": 1.0}'),
+        ("alloc", ALLOC, '{"allocations": {"%s": {"resources": {"VCPU": 1, "DISK_GB": 5}}}, "project_id": "p", "user_id": "u", "consumer_generation": null, "consumer_type": "INSTANCE"}' % U1),
+        ("traits", TRAITS, '{"traits": ["HW_CPU_X86_VMX", "CUSTOM_MAGIC"], "resource_provider_generation": 1}'),
+        ("agg", AGG, '{"aggregates": ["%s", "%s"], "resource_provider_generation": 1}' % (U1, U2)),
+        ("rp", RP, '{"name": "cn1", "uuid": "%s", "parent_provider_uuid": "%s"}' % (U1, U2)),
+        ("reshape", RESHAPE, '{"inventories": {"%s": {"resource_provider_generation": 1, "inventories": {"VCPU": {"total": 4}}}}, "allocations": {}}' % U1),
+    ]
+    for prefix, schema, base in bases:
+        seen = set()
+        n = 0
+        while n < 25:
+            inst = json.dumps(mutate(json.loads(base), rng))
+            if inst in seen:
+                continue
+            seen.add(inst)
+            n += 1
+            v("rand-%s-%02d" % (prefix, n), schema, inst)
+
+
+def random_value(rng, depth=0):
+    r = rng.random()
+    if depth > 3 or r < 0.4:
+        return rng.choice([0, -7, 3.25, 1e20, 1e-7, True, False, None, "", "s", "it's",
+                           "with space and more words " * rng.randint(0, 4), "\u00e9\n\tx",
+                           12345678901234567890])
+    if r < 0.7:
+        return [random_value(rng, depth + 1) for _ in range(rng.randint(0, 7))]
+    return {rng.choice(KEYS) + ("_" * rng.randint(0, 9)): random_value(rng, depth + 1)
+            for _ in range(rng.randint(0, 6))}
+
+
+def random_decode_cases():
+    import random
+    rng = random.Random(7)
+    return [json.dumps(random_value(rng)) for _ in range(60)]
+
+
 def run(schema_text, instance):
     schema = json.loads(schema_text)
     try:
         jsonschema.validate(instance, schema, format_checker=FormatChecker())
     except ValidationError as e:
-        return {"error": str(e), "message": e.message,
+        validator = jsonschema.validators.validator_for(schema)(
+            schema, format_checker=FormatChecker())
+        every = [err.message for err in validator.iter_errors(instance)]
+        return {"error": str(e), "message": e.message, "all_messages": every,
                 "validator": e.validator, "path": list(e.relative_path),
                 "schema_path": list(e.relative_schema_path)}
     return {"error": None}
 
 
 def main():
+    add_random_cases()
     out = {"jsonschema_version": "4.10.3", "validate": [], "decode": []}
     names = set()
     for name, schema, inst in V:
@@ -369,7 +454,7 @@ def main():
         rec = {"name": name, "schema": schema, "query": pairs}
         rec.update(run(schema, d))
         out["validate"].append(rec)
-    for body in [t.encode("utf-8") for t in DECODE] + DECODE_BYTES:
+    for body in [t.encode("utf-8") for t in DECODE + random_decode_cases()] + DECODE_BYTES:
         rec = {"hex": body.hex()}
         try:
             val = json.loads(body.decode("utf-8"))
