@@ -1,0 +1,112 @@
+// Package compute is the boundary between Leasehold and the compute
+// service that runs the reserved hosts. A Driver resolves a host when an
+// operator registers it, keeps Nova's host aggregates in step with
+// reservations (the freepool for unreserved hosts, one aggregate per
+// reservation tagged with the owning project) and removes leftover
+// servers when a lease ends.
+//
+// Two implementations are planned: standalone (package
+// compute/standalone: no Nova, the host's description comes from the
+// request and aggregate operations are recorded no-ops) and nova (through
+// gophercloud: os-hypervisors for DescribeHost, os-aggregates for the
+// pool operations, servers for cleanup). The lease engine calls the
+// Driver, never Nova directly.
+package compute
+
+import (
+	"context"
+	"fmt"
+)
+
+// HostDetails are the fields of a host as the compute service reports
+// them (Nova's hypervisor detail keys).
+type HostDetails struct {
+	// ID is the compute service's numeric id for the host (Nova's
+	// hypervisor id); 0 lets the database assign one.
+	ID                 int64
+	HypervisorHostname string
+	ServiceName        string
+	HypervisorType     string
+	HypervisorVersion  int64
+	CPUInfo            string
+	AvailabilityZone   string
+	VCPUs              int64
+	MemoryMB           int64
+	LocalGB            int64
+}
+
+// DetailKeys are the host-create body keys that describe the host itself;
+// every other key (besides "name" and "id") is an extra capability.
+var DetailKeys = []string{
+	"vcpus", "memory_mb", "local_gb", "hypervisor_type", "hypervisor_version",
+	"hypervisor_hostname", "cpu_info", "service_name", "availability_zone",
+}
+
+// IsDetailKey reports whether key is a host detail key or the host's
+// name/id rather than an extra capability.
+func IsDetailKey(key string) bool {
+	if key == "name" || key == "id" {
+		return true
+	}
+	for _, k := range DetailKeys {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// ReservationAggregate identifies the aggregate of one reservation:
+// Nova's aggregate named after the reservation id, with metadata
+// blazar:owner = ProjectID.
+type ReservationAggregate struct {
+	ReservationID string
+	ProjectID     string
+	// AvailabilityZone, when set, makes the aggregate an AZ (Blazar's
+	// blazar_az_prefix behaviour).
+	AvailabilityZone string
+}
+
+// Driver is a compute service. Every method is synchronous: it returns
+// when the change is done, or an error (an *Error carries the HTTP
+// status it maps to).
+type Driver interface {
+	// Name is "standalone", "nova", … (for logs and /v1/plugins).
+	Name() string
+	// DescribeHost resolves the host named by a host-create body (key
+	// "name", or "id") and splits the body: HostDetails for the host
+	// itself and the remaining keys as extra capabilities. Unknown hosts
+	// are a 404 *Error, ambiguous names a 409.
+	DescribeHost(ctx context.Context, body map[string]string) (HostDetails, map[string]string, error)
+	// ServersOnHost lists the ids of servers running on the host (a host
+	// with servers cannot be registered or removed).
+	ServersOnHost(ctx context.Context, hostname string) ([]string, error)
+	// AddToFreePool and RemoveFromFreePool move hosts in and out of the
+	// freepool aggregate of unreserved hosts.
+	AddToFreePool(ctx context.Context, hostnames []string) error
+	RemoveFromFreePool(ctx context.Context, hostnames []string) error
+	// AddToReservation adds hosts to the reservation's aggregate, creating
+	// it with blazar:owner metadata if needed; RemoveFromReservation takes
+	// them out, and deletes the aggregate when it becomes empty.
+	AddToReservation(ctx context.Context, agg ReservationAggregate, hostnames []string) error
+	RemoveFromReservation(ctx context.Context, agg ReservationAggregate, hostnames []string) error
+	// CleanupServers deletes the servers left on the hosts when a lease
+	// ends and waits until they are gone.
+	CleanupServers(ctx context.Context, hostnames []string) error
+}
+
+// Error is a driver failure with the HTTP status the API gives it.
+type Error struct {
+	Status int
+	Msg    string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// HTTPStatus implements the Blazar handlers' StatusError.
+func (e *Error) HTTPStatus() int { return e.Status }
+
+// Errorf builds an *Error.
+func Errorf(status int, format string, args ...any) *Error {
+	return &Error{Status: status, Msg: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,164 @@
+// Package standalone is the compute driver for a Leasehold without Nova
+// (laptops, demos, tests, and sites that only want reservations on
+// record). Host-create takes the host's description from the request
+// body — name plus the Nova detail keys vcpus, memory_mb, local_gb,
+// hypervisor_type, hypervisor_version, hypervisor_hostname, cpu_info,
+// service_name, availability_zone — and every other key becomes an extra
+// capability. There are no aggregates and no servers: the pool
+// operations only log at debug level and record what they were asked,
+// which tests and the operator can read back with Calls.
+package standalone
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/leasehold/leasehold/pkg/compute"
+)
+
+// Driver is the standalone compute driver. The zero value is not usable;
+// use New.
+type Driver struct {
+	log *slog.Logger
+
+	mu    sync.Mutex
+	calls []Call
+}
+
+// Call is one recorded pool operation.
+type Call struct {
+	Op            string // add_to_freepool, remove_from_freepool, add_to_reservation, remove_from_reservation, cleanup_servers
+	ReservationID string
+	ProjectID     string
+	Hosts         []string
+}
+
+// maxCalls bounds the recorded history.
+const maxCalls = 1000
+
+// New returns a standalone driver logging to log (slog.Default if nil).
+func New(log *slog.Logger) *Driver {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Driver{log: log}
+}
+
+var _ compute.Driver = (*Driver)(nil)
+
+// Name implements compute.Driver.
+func (d *Driver) Name() string { return "standalone" }
+
+// DescribeHost implements compute.Driver: the body is the description.
+func (d *Driver) DescribeHost(ctx context.Context, body map[string]string) (compute.HostDetails, map[string]string, error) {
+	name := strings.TrimSpace(body["name"])
+	if name == "" {
+		name = strings.TrimSpace(body["id"])
+	}
+	if hh := strings.TrimSpace(body["hypervisor_hostname"]); hh != "" {
+		if name == "" {
+			name = hh
+		}
+	}
+	if name == "" {
+		return compute.HostDetails{}, nil, compute.Errorf(http.StatusBadRequest, "Missing parameter `name`")
+	}
+	h := compute.HostDetails{
+		HypervisorHostname: name,
+		ServiceName:        name,
+		CPUInfo:            "{}",
+		AvailabilityZone:   body["availability_zone"],
+		HypervisorType:     body["hypervisor_type"],
+	}
+	if v := strings.TrimSpace(body["hypervisor_hostname"]); v != "" {
+		h.HypervisorHostname = v
+	}
+	if v := strings.TrimSpace(body["service_name"]); v != "" {
+		h.ServiceName = v
+	}
+	if v, ok := body["cpu_info"]; ok && v != "" {
+		if !json.Valid([]byte(v)) {
+			return compute.HostDetails{}, nil, compute.Errorf(http.StatusBadRequest, "Malformed parameter `cpu_info`: it must be JSON text, e.g. {\"arch\": \"x86_64\"}")
+		}
+		h.CPUInfo = v
+	}
+	for _, f := range []struct {
+		key string
+		dst *int64
+	}{{"vcpus", &h.VCPUs}, {"memory_mb", &h.MemoryMB}, {"local_gb", &h.LocalGB}, {"hypervisor_version", &h.HypervisorVersion}} {
+		v, ok := body[f.key]
+		if !ok || strings.TrimSpace(v) == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 {
+			return compute.HostDetails{}, nil, compute.Errorf(http.StatusBadRequest, "Malformed parameter `%s`: %q is not a non-negative integer", f.key, v)
+		}
+		*f.dst = n
+	}
+	caps := map[string]string{}
+	for k, v := range body {
+		if !compute.IsDetailKey(k) {
+			caps[k] = v
+		}
+	}
+	return h, caps, nil
+}
+
+// ServersOnHost implements compute.Driver: there are no servers.
+func (d *Driver) ServersOnHost(ctx context.Context, hostname string) ([]string, error) {
+	return nil, nil
+}
+
+func (d *Driver) record(ctx context.Context, c Call) {
+	d.log.DebugContext(ctx, "standalone compute driver: no Nova, nothing to do", "op", c.Op, "reservation", c.ReservationID, "project", c.ProjectID, "hosts", c.Hosts)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c.Hosts = append([]string(nil), c.Hosts...)
+	d.calls = append(d.calls, c)
+	if len(d.calls) > maxCalls {
+		d.calls = append([]Call(nil), d.calls[len(d.calls)-maxCalls:]...)
+	}
+}
+
+// Calls returns the pool operations recorded so far (the latest 1000).
+func (d *Driver) Calls() []Call {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]Call(nil), d.calls...)
+}
+
+// AddToFreePool implements compute.Driver.
+func (d *Driver) AddToFreePool(ctx context.Context, hostnames []string) error {
+	d.record(ctx, Call{Op: "add_to_freepool", Hosts: hostnames})
+	return nil
+}
+
+// RemoveFromFreePool implements compute.Driver.
+func (d *Driver) RemoveFromFreePool(ctx context.Context, hostnames []string) error {
+	d.record(ctx, Call{Op: "remove_from_freepool", Hosts: hostnames})
+	return nil
+}
+
+// AddToReservation implements compute.Driver.
+func (d *Driver) AddToReservation(ctx context.Context, agg compute.ReservationAggregate, hostnames []string) error {
+	d.record(ctx, Call{Op: "add_to_reservation", ReservationID: agg.ReservationID, ProjectID: agg.ProjectID, Hosts: hostnames})
+	return nil
+}
+
+// RemoveFromReservation implements compute.Driver.
+func (d *Driver) RemoveFromReservation(ctx context.Context, agg compute.ReservationAggregate, hostnames []string) error {
+	d.record(ctx, Call{Op: "remove_from_reservation", ReservationID: agg.ReservationID, ProjectID: agg.ProjectID, Hosts: hostnames})
+	return nil
+}
+
+// CleanupServers implements compute.Driver.
+func (d *Driver) CleanupServers(ctx context.Context, hostnames []string) error {
+	d.record(ctx, Call{Op: "cleanup_servers", Hosts: hostnames})
+	return nil
+}
