@@ -1,0 +1,82 @@
+#!/bin/bash
+# PLACEMENT_SERVER_CMD for the Placement conformance harness:
+#
+#   scripts/conformance-server.sh {port} {db}
+#
+# Maps the harness's per-file knobs onto Leasehold's configuration and
+# runs `leasehold serve` with Placement at the root of 127.0.0.1:{port}.
+#
+#   PLACEMENT_POLICY_MODE          -> LEASEHOLD_PLACEMENT_POLICY_MODE
+#   PLACEMENT_CORS_ALLOWED_ORIGIN  -> LEASEHOLD_CORS_ALLOWED_ORIGIN
+#   PLACEMENT_CORS_ALLOW_HEADERS   -> LEASEHOLD_CORS_ALLOW_HEADERS
+#
+# CONFORMANCE_DB=sqlite (default): the database is sqlite:///{db}.
+# CONFORMANCE_DB=mysql: a fresh database lh_conf_<random> is created on the
+# server named by LEASEHOLD_TEST_MYSQL_DSN (mysql+pymysql://user:pw@host:port/,
+# see scripts/mariadb-throwaway.sh) and dropped when the server exits.
+# LEASEHOLD_BIN names the binary (default bin/leasehold).
+set -euo pipefail
+
+if [ $# -ne 2 ]; then
+  echo "usage: $0 PORT DB_PATH" >&2
+  exit 2
+fi
+PORT="$1"
+DBPATH="$2"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BIN="${LEASEHOLD_BIN:-$ROOT/bin/leasehold}"
+
+# Only the knobs the harness exported are mapped; unset ones keep our
+# config's defaults.
+if [ -n "${PLACEMENT_POLICY_MODE:-}" ]; then export LEASEHOLD_PLACEMENT_POLICY_MODE="$PLACEMENT_POLICY_MODE"; fi
+if [ -n "${PLACEMENT_CORS_ALLOWED_ORIGIN:-}" ]; then export LEASEHOLD_CORS_ALLOWED_ORIGIN="$PLACEMENT_CORS_ALLOWED_ORIGIN"; fi
+if [ -n "${PLACEMENT_CORS_ALLOW_HEADERS:-}" ]; then export LEASEHOLD_CORS_ALLOW_HEADERS="$PLACEMENT_CORS_ALLOW_HEADERS"; fi
+
+args=(serve --listen 127.0.0.1:0 --placement-listen "127.0.0.1:$PORT")
+
+case "${CONFORMANCE_DB:-sqlite}" in
+  sqlite)
+    exec "$BIN" "${args[@]}" --database "sqlite:///$DBPATH"
+    ;;
+  mysql)
+    server="${LEASEHOLD_TEST_MYSQL_DSN:-}"
+    re='^(mysql|mariadb)(\+[a-z0-9]+)?://([^:@/]+)(:([^@/]*))?@([^:/]+)(:([0-9]+))?/?'
+    if [[ ! "$server" =~ $re ]]; then
+      echo "conformance-server: CONFORMANCE_DB=mysql needs LEASEHOLD_TEST_MYSQL_DSN=mysql+pymysql://user:pw@host:port/ (got '${server:+set but unparsable}')" >&2
+      exit 2
+    fi
+    user="${BASH_REMATCH[3]}" pw="${BASH_REMATCH[5]}" host="${BASH_REMATCH[6]}" port="${BASH_REMATCH[8]:-3306}"
+    # scheme://user:pw@host:port/ (the database named in the URL, if any,
+    # and its query are dropped).
+    base="${BASH_REMATCH[0]%/}/"
+    name="lh_conf_$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+    client="$(command -v mariadb || command -v mysql || true)"
+    if [ -z "$client" ]; then
+      echo "conformance-server: mariadb client not installed (apt-get install mariadb-client)" >&2
+      exit 2
+    fi
+    sql() { MYSQL_PWD="$pw" "$client" --no-defaults --protocol=tcp -h"$host" -P"$port" -u"$user" -e "$1"; }
+    sql "CREATE DATABASE \`$name\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+    child=""
+    cleanup() {
+      if [ -n "$child" ]; then
+        kill -TERM "$child" 2>/dev/null || true
+        wait "$child" 2>/dev/null || true
+      fi
+      sql "DROP DATABASE IF EXISTS \`$name\`" || true
+    }
+    trap 'cleanup; exit 0' TERM INT
+    trap cleanup EXIT
+    "$BIN" "${args[@]}" --database "$base$name" &
+    child=$!
+    set +e
+    wait "$child"
+    rc=$?
+    child=""
+    exit "$rc"
+    ;;
+  *)
+    echo "conformance-server: CONFORMANCE_DB must be sqlite or mysql, not '$CONFORMANCE_DB'" >&2
+    exit 2
+    ;;
+esac
