@@ -1,0 +1,722 @@
+package placement
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/pkg/db"
+)
+
+// ConsumerWrite is what one consumer should hold once an allocation write
+// succeeds.
+type ConsumerWrite struct {
+	// UUID is the consumer (already normalised by the caller).
+	UUID string
+	// ProjectID and UserID own the consumer. Empty (requests before 1.8)
+	// means the configured incomplete-consumer project and user.
+	ProjectID string
+	UserID    string
+	// CheckGeneration (1.28+) makes Generation binding: nil means the
+	// consumer must not exist yet, a number must equal its generation.
+	CheckGeneration bool
+	Generation      *int64
+	// Type (1.38+) sets the consumer type; "" leaves it as it is.
+	Type string
+	// Allocations maps provider uuid → resource class → amount (≥ 1).
+	// Empty removes every allocation of the consumer.
+	Allocations map[string]map[string]int64
+}
+
+// allocationRetries bounds the server-side retries of an allocation
+// write that lost an optimistic race (provider or consumer generation,
+// MySQL deadlock), as upstream's allocation_conflict_retry_count.
+const allocationRetries = 10
+
+// errRetry marks an attempt that lost a race and may be run again.
+type errRetry struct{ msg string }
+
+func (e *errRetry) Error() string { return e.msg }
+
+const (
+	msgProviderRace = "Another thread concurrently updated the resource provider data. Please retry your update"
+	msgConsumerRace = "Another thread concurrently updated the data. Please retry your update"
+)
+
+// WriteAllocations replaces the allocations of every consumer in ws, all
+// or nothing, in one transaction that reads the current usage and
+// inventory of the providers involved, checks capacity and unit
+// constraints, replaces the consumers' allocation rows, then bumps every
+// involved provider's generation and every consumer's generation with an
+// optimistic "… WHERE generation = ?" update. A lost race is retried a
+// few times and then reported as 409 placement.concurrent_update.
+//
+// multi selects the wording of POST /allocations (several consumers) for
+// the unknown-resource-class error; PUT names its single consumer.
+func (s *Service) WriteAllocations(ctx context.Context, ws []ConsumerWrite, multi bool) error {
+	if err := checkWrites(ws); err != nil {
+		return err
+	}
+	typeIDs := map[string]int64{}
+	for _, w := range ws {
+		if w.Type == "" {
+			continue
+		}
+		if _, ok := typeIDs[w.Type]; ok {
+			continue
+		}
+		id, err := s.consumerTypeID(ctx, w.Type)
+		if err != nil {
+			return err
+		}
+		typeIDs[w.Type] = id
+	}
+	var last *errRetry
+	for attempt := 0; attempt < allocationRetries; attempt++ {
+		err := s.writeTx(ctx, func(tx *gorm.DB) error {
+			return s.writeAllocations(tx, ws, typeIDs, multi)
+		})
+		if err == nil {
+			return nil
+		}
+		var r *errRetry
+		if errors.As(err, &r) {
+			last = r
+			continue
+		}
+		if isLockConflict(err) {
+			last = &errRetry{msgProviderRace}
+			continue
+		}
+		return wrap("write allocations", err)
+	}
+	return Conflict(CodeConcurrentUpdate, "Inventory and/or allocations changed while attempting to allocate: %s", last.msg)
+}
+
+// checkWrites rejects input the HTTP schema should already have refused,
+// so that no caller can write a non-positive amount or a nameless row.
+func checkWrites(ws []ConsumerWrite) error {
+	if len(ws) == 0 {
+		return BadRequest("No consumers to allocate for.")
+	}
+	seen := map[string]bool{}
+	for _, w := range ws {
+		if w.UUID == "" {
+			return BadRequest("Malformed consumer_uuid: %s", w.UUID)
+		}
+		if seen[w.UUID] {
+			return BadRequest("Consumer %s appears more than once.", w.UUID)
+		}
+		seen[w.UUID] = true
+		if (w.ProjectID == "") != (w.UserID == "") {
+			return BadRequest("project_id and user_id must be given together.")
+		}
+		for rp, res := range w.Allocations {
+			if len(res) == 0 {
+				return BadRequest("Allocation for resource provider '%s' has no resources.", rp)
+			}
+			for rc, n := range res {
+				if n < 1 {
+					return BadRequest("Allocation of %s on resource provider '%s' must be at least 1, not %d.", rc, rp, n)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// writeTx runs fn in a write transaction. On MySQL it uses READ
+// COMMITTED: correctness comes from the optimistic generation updates,
+// and this level takes no gap locks, which would make concurrent
+// allocation writes of unrelated consumers deadlock.
+func (s *Service) writeTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.db.Dialect == db.MySQL {
+		return s.db.WithContext(ctx).Transaction(fn, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	}
+	return s.db.WithContext(ctx).Transaction(fn)
+}
+
+// isLockConflict reports a MySQL deadlock or lock wait timeout: the
+// transaction was rolled back and can be run again.
+func isLockConflict(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1213 || me.Number == 1205
+	}
+	return false
+}
+
+// allocProviderRow is a resource provider as the write path needs it.
+type allocProviderRow struct {
+	id         int64
+	uuid       string
+	generation int64
+}
+
+// capKey names one inventory: a provider and a resource class name.
+type capKey struct {
+	rp    int64
+	class string
+}
+
+// capRow is one inventory with the usage against it.
+type capRow struct {
+	classID  int64
+	total    int64
+	reserved int64
+	minUnit  int64
+	maxUnit  int64
+	stepSize int64
+	ratio    float64
+	// usedAll is the current usage; usedOwn the part of it held by the
+	// consumers being rewritten (which the write replaces).
+	usedAll int64
+	usedOwn int64
+}
+
+// allocInsert is one allocation row to insert.
+type allocInsert struct {
+	rp       int64
+	consumer string
+	classID  int64
+	used     int64
+}
+
+func (s *Service) writeAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[string]int64, multi bool) error {
+	t := now()
+	uuids := make([]string, len(ws))
+	for i, w := range ws {
+		uuids[i] = w.UUID
+	}
+
+	// Consumers: the generation each write expects comes first, as
+	// upstream checks it before looking at providers.
+	existing, err := readConsumers(tx, uuids)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if !w.CheckGeneration {
+			continue
+		}
+		c := existing[w.UUID]
+		switch {
+		case c == nil && w.Generation != nil:
+			return Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected null but got %d", *w.Generation)
+		case c != nil && (w.Generation == nil || *w.Generation != c.generation):
+			return Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected %d but got %s", c.generation, pyOptInt(w.Generation))
+		}
+	}
+
+	// Providers named in the new allocations must exist.
+	var rpUUIDs []string
+	seenRP := map[string]bool{}
+	for _, w := range ws {
+		for _, rp := range allocKeys(w.Allocations) {
+			if !seenRP[rp] {
+				seenRP[rp] = true
+				rpUUIDs = append(rpUUIDs, rp)
+			}
+		}
+	}
+	providers, err := readProvidersByUUID(tx, rpUUIDs)
+	if err != nil {
+		return err
+	}
+	for _, rp := range rpUUIDs {
+		if providers[rp] == nil {
+			return BadRequest("Allocation for resource provider '%s' that does not exist.", rp)
+		}
+	}
+
+	// Providers whose allocations are being cleared are bumped too.
+	bump := map[int64]int64{} // provider id → generation read
+	for _, p := range providers {
+		bump[p.id] = p.generation
+	}
+	var clearing []string
+	for _, w := range ws {
+		if len(w.Allocations) == 0 && existing[w.UUID] != nil {
+			clearing = append(clearing, w.UUID)
+		}
+	}
+	if len(clearing) > 0 {
+		rows, err := tx.Raw(`SELECT DISTINCT rp.id, rp.generation FROM allocations a
+ JOIN resource_providers rp ON rp.id = a.resource_provider_id WHERE a.consumer_id IN ?`, clearing).Rows()
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id, gen int64
+			if err := rows.Scan(&id, &gen); err != nil {
+				rows.Close()
+				return err
+			}
+			bump[id] = gen
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+
+	// Inventory and usage of every (provider, class) being allocated.
+	inv, err := s.readInventoryUsage(tx, ws, providers, uuids)
+	if err != nil {
+		return err
+	}
+	if err := s.checkInventoryPresent(tx, ws, providers, inv, multi); err != nil {
+		return err
+	}
+	var inserts []allocInsert
+	needed := map[capKey]int64{}
+	for _, w := range ws {
+		for _, rpUUID := range allocKeys(w.Allocations) {
+			rp := providers[rpUUID]
+			res := w.Allocations[rpUUID]
+			for _, class := range allocKeys(res) {
+				n := res[class]
+				k := capKey{rp.id, class}
+				in := inv[k]
+				if n < in.minUnit || n > in.maxUnit || n%in.stepSize != 0 {
+					return Conflict("", "Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would violate inventory constraints.", class, rpUUID)
+				}
+				needed[k] += n
+				// Usage by everyone else plus what this request asks
+				// for. Going over capacity is refused unless the write
+				// leaves the provider no more over-committed than it was
+				// (inventory may have shrunk below existing usage).
+				after := in.usedAll - in.usedOwn + needed[k]
+				capacity := float64(in.total-in.reserved) * in.ratio
+				if capacity < float64(after) && after > in.usedAll {
+					return Conflict("", "Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would exceed the capacity.", class, rpUUID)
+				}
+				inserts = append(inserts, allocInsert{rp: rp.id, consumer: w.UUID, classID: in.classID, used: n})
+			}
+		}
+	}
+
+	// Replace the consumers' allocations.
+	if err := tx.Exec("DELETE FROM allocations WHERE consumer_id IN ?", uuids).Error; err != nil {
+		return err
+	}
+	if err := insertAllocations(tx, inserts, t); err != nil {
+		return err
+	}
+
+	// Optimistic generation bumps, providers in id order (a fixed lock
+	// order, so two writers never deadlock on each other's rows).
+	ids := make([]int64, 0, len(bump))
+	for id := range bump {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		if err := bumpGeneration(tx, id, bump[id], t); err != nil {
+			var pe *Error
+			if errors.As(err, &pe) && pe.Code == CodeConcurrentUpdate {
+				return &errRetry{msgProviderRace}
+			}
+			return err
+		}
+	}
+	return s.writeConsumers(tx, ws, existing, typeIDs, t)
+}
+
+// writeConsumers creates, updates (bumping the generation optimistically)
+// or deletes the consumer rows of a write.
+func (s *Service) writeConsumers(tx *gorm.DB, ws []ConsumerWrite, existing map[string]*consumerRow, typeIDs map[string]int64, t time.Time) error {
+	var newRows []ConsumerWrite
+	for _, w := range ws {
+		project, user := w.ProjectID, w.UserID
+		if project == "" {
+			project, user = s.cfg.IncompleteConsumerProjectID, s.cfg.IncompleteConsumerUserID
+		}
+		c := existing[w.UUID]
+		var typeID *int64
+		if w.Type != "" {
+			id := typeIDs[w.Type]
+			typeID = &id
+		} else if c != nil {
+			typeID = c.typeID
+		}
+		switch {
+		case c == nil && len(w.Allocations) == 0:
+			// Nothing held, nothing asked: no consumer to keep.
+		case c == nil:
+			w.ProjectID, w.UserID = project, user
+			newRows = append(newRows, w)
+		case len(w.Allocations) == 0:
+			res := tx.Exec("DELETE FROM consumers WHERE id = ? AND generation = ?", c.id, c.generation)
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected != 1 {
+				return &errRetry{msgConsumerRace}
+			}
+		default:
+			res := tx.Exec(`UPDATE consumers SET generation = generation + 1, project_id = ?, user_id = ?, consumer_type_id = ?, updated_at = ?
+ WHERE id = ? AND generation = ?`, project, user, typeID, t, c.id, c.generation)
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected != 1 {
+				return &errRetry{msgConsumerRace}
+			}
+		}
+	}
+	if len(newRows) == 0 {
+		return nil
+	}
+	// New consumers start at generation 1 (created and bumped by this
+	// write). The unique index on uuid is their optimistic guard: a
+	// concurrent creator makes this insert fail, and the retry sees the
+	// consumer.
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id, created_at, updated_at) VALUES ")
+	args := make([]any, 0, 6*len(newRows))
+	for i, w := range newRows {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("(?, ?, ?, 1, ?, ?, ?)")
+		var typeID *int64
+		if w.Type != "" {
+			id := typeIDs[w.Type]
+			typeID = &id
+		}
+		args = append(args, w.UUID, w.ProjectID, w.UserID, typeID, t, t)
+	}
+	if err := tx.Exec(sb.String(), args...).Error; err != nil {
+		if db.IsDuplicate(err) {
+			return &errRetry{msgConsumerRace}
+		}
+		return err
+	}
+	return nil
+}
+
+// insertAllocations inserts rows in multi-row INSERTs.
+func insertAllocations(tx *gorm.DB, rows []allocInsert, t time.Time) error {
+	const chunk = 500
+	for len(rows) > 0 {
+		n := min(len(rows), chunk)
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at) VALUES ")
+		args := make([]any, 0, 6*n)
+		for i, a := range rows[:n] {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("(?, ?, ?, ?, ?, ?)")
+			args = append(args, a.rp, a.consumer, a.classID, a.used, t, t)
+		}
+		if err := tx.Exec(sb.String(), args...).Error; err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+// readProvidersByUUID returns the providers among uuids, by uuid.
+func readProvidersByUUID(tx *gorm.DB, uuids []string) (map[string]*allocProviderRow, error) {
+	out := make(map[string]*allocProviderRow, len(uuids))
+	if len(uuids) == 0 {
+		return out, nil
+	}
+	rows, err := tx.Raw("SELECT id, uuid, generation FROM resource_providers WHERE uuid IN ?", uuids).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		p := &allocProviderRow{}
+		if err := rows.Scan(&p.id, &p.uuid, &p.generation); err != nil {
+			return nil, err
+		}
+		out[p.uuid] = p
+	}
+	return out, rows.Err()
+}
+
+// readInventoryUsage reads, in one query, the inventory of every class
+// asked for on every provider allocated to, with the current usage and
+// the part of it held by the consumers being written.
+func (s *Service) readInventoryUsage(tx *gorm.DB, ws []ConsumerWrite, providers map[string]*allocProviderRow, consumers []string) (map[capKey]*capRow, error) {
+	out := map[capKey]*capRow{}
+	var rpIDs []int64
+	classSet := map[string]bool{}
+	for _, p := range providers {
+		rpIDs = append(rpIDs, p.id)
+	}
+	for _, w := range ws {
+		for _, res := range w.Allocations {
+			for rc := range res {
+				classSet[rc] = true
+			}
+		}
+	}
+	if len(rpIDs) == 0 {
+		return out, nil
+	}
+	classes := allocKeys(classSet)
+	rows, err := tx.Raw(`SELECT i.resource_provider_id, rc.name, i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio,
+ COALESCE(SUM(a.used), 0), COALESCE(SUM(CASE WHEN a.consumer_id IN ? THEN a.used ELSE 0 END), 0)
+ FROM inventories i
+ JOIN resource_classes rc ON rc.id = i.resource_class_id
+ LEFT JOIN allocations a ON a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id
+ WHERE i.resource_provider_id IN ? AND rc.name IN ?
+ GROUP BY i.resource_provider_id, rc.name, i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio`,
+		consumers, rpIDs, classes).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var rp int64
+		var class string
+		r := &capRow{}
+		if err := rows.Scan(&rp, &class, &r.classID, &r.total, &r.reserved, &r.minUnit, &r.maxUnit, &r.stepSize, &r.ratio, &r.usedAll, &r.usedOwn); err != nil {
+			return nil, err
+		}
+		out[capKey{rp, class}] = r
+	}
+	return out, rows.Err()
+}
+
+// checkInventoryPresent fails the write when a class asked for does not
+// exist (400) or a provider has no inventory of it (409), in upstream's
+// order: unknown classes, then providers with none of the classes, then
+// the first missing (provider, class).
+func (s *Service) checkInventoryPresent(tx *gorm.DB, ws []ConsumerWrite, providers map[string]*allocProviderRow, inv map[capKey]*capRow, multi bool) error {
+	type miss struct{ rp, class string }
+	var missing []miss
+	var classes []string
+	seenClass := map[string]bool{}
+	for _, w := range ws {
+		for _, rpUUID := range allocKeys(w.Allocations) {
+			for _, class := range allocKeys(w.Allocations[rpUUID]) {
+				if !seenClass[class] {
+					seenClass[class] = true
+					classes = append(classes, class)
+				}
+				if inv[capKey{providers[rpUUID].id, class}] == nil {
+					missing = append(missing, miss{rpUUID, class})
+				}
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var known []string
+	if err := tx.Raw("SELECT name FROM resource_classes WHERE name IN ?", classes).Scan(&known).Error; err != nil {
+		return err
+	}
+	isKnown := map[string]bool{}
+	for _, n := range known {
+		isKnown[n] = true
+	}
+	for _, m := range missing {
+		if isKnown[m.class] {
+			continue
+		}
+		if multi {
+			return BadRequest("Unable to allocate inventory No such resource class %s.", m.class)
+		}
+		return BadRequest("Unable to allocate inventory for consumer %s: No such resource class %s.", ws[0].UUID, m.class)
+	}
+	hasAny := map[int64]bool{}
+	for k := range inv {
+		hasAny[k.rp] = true
+	}
+	var bare []string
+	for _, rpUUID := range allocKeys(providers) {
+		if !hasAny[providers[rpUUID].id] {
+			bare = append(bare, rpUUID)
+		}
+	}
+	if len(bare) > 0 {
+		return Conflict("", "Unable to allocate inventory: Inventory for '%s' on resource provider '%s' invalid.", strings.Join(classes, ", "), strings.Join(bare, ", "))
+	}
+	return Conflict("", "Unable to allocate inventory: Inventory for '%s' on resource provider '%s' invalid.", missing[0].class, missing[0].rp)
+}
+
+// pyOptInt renders an optional integer as Python's %s would (None for nil).
+func pyOptInt(p *int64) string {
+	if p == nil {
+		return "None"
+	}
+	return strconv.FormatInt(*p, 10)
+}
+
+func allocKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DeleteAllocations removes every allocation of a consumer and the
+// consumer itself. Provider generations are not bumped (as upstream).
+func (s *Service) DeleteAllocations(ctx context.Context, consumerUUID string) error {
+	var last error
+	for attempt := 0; attempt < allocationRetries; attempt++ {
+		err := s.writeTx(ctx, func(tx *gorm.DB) error {
+			res := tx.Exec("DELETE FROM allocations WHERE consumer_id = ?", consumerUUID)
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 0 {
+				return NotFound("No allocations for consumer '%s'", consumerUUID)
+			}
+			return tx.Exec("DELETE FROM consumers WHERE uuid = ?", consumerUUID).Error
+		})
+		if err == nil || !isLockConflict(err) {
+			return wrap("delete allocations", err)
+		}
+		last = err
+	}
+	return wrap("delete allocations", last)
+}
+
+// ProviderResources is what a consumer holds on one provider.
+type ProviderResources struct {
+	ProviderUUID       string
+	ProviderGeneration int64
+	Resources          map[string]int64
+}
+
+// ConsumerAllocations is a consumer's allocations, by provider uuid.
+type ConsumerAllocations struct {
+	// Consumer is nil when the consumer holds nothing.
+	Consumer  *Consumer
+	Providers map[string]*ProviderResources
+	// LastModified is the newest allocation's timestamp (zero if none).
+	LastModified time.Time
+}
+
+// GetConsumerAllocations returns what consumerUUID holds; an unknown
+// consumer simply holds nothing.
+func (s *Service) GetConsumerAllocations(ctx context.Context, consumerUUID string) (*ConsumerAllocations, error) {
+	rows, err := s.conn(ctx).Raw(`SELECT rp.uuid, rp.generation, rc.name, a.used, a.created_at, a.updated_at,
+ c.project_id, c.user_id, c.generation, ct.name
+ FROM allocations a
+ JOIN consumers c ON c.uuid = a.consumer_id
+ JOIN resource_providers rp ON rp.id = a.resource_provider_id
+ JOIN resource_classes rc ON rc.id = a.resource_class_id
+ LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
+ WHERE a.consumer_id = ?`, consumerUUID).Rows()
+	if err != nil {
+		return nil, wrap("get allocations", err)
+	}
+	defer rows.Close()
+	out := &ConsumerAllocations{Providers: map[string]*ProviderResources{}}
+	for rows.Next() {
+		var rpUUID, class, project, user string
+		var rpGen, used, cGen int64
+		var created, updated time.Time
+		var typeName sql.NullString
+		if err := rows.Scan(&rpUUID, &rpGen, &class, &used, &created, &updated, &project, &user, &cGen, &typeName); err != nil {
+			return nil, wrap("get allocations", err)
+		}
+		if out.Consumer == nil {
+			out.Consumer = &Consumer{UUID: consumerUUID, ProjectID: project, UserID: user, Generation: cGen, Type: typeName.String}
+		}
+		p := out.Providers[rpUUID]
+		if p == nil {
+			p = &ProviderResources{ProviderUUID: rpUUID, ProviderGeneration: rpGen, Resources: map[string]int64{}}
+			out.Providers[rpUUID] = p
+		}
+		p.Resources[class] = used
+		out.LastModified = allocLatest(out.LastModified, created, updated)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("get allocations", err)
+	}
+	return out, nil
+}
+
+// ConsumerResources is what one consumer holds on a provider.
+type ConsumerResources struct {
+	Generation int64
+	Resources  map[string]int64
+}
+
+// ProviderAllocations is every allocation against one provider.
+type ProviderAllocations struct {
+	ProviderGeneration int64
+	Consumers          map[string]*ConsumerResources
+	LastModified       time.Time
+}
+
+// GetProviderAllocations returns the allocations against provider
+// rpUUID, read together with its generation in one statement.
+func (s *Service) GetProviderAllocations(ctx context.Context, rpUUID string) (*ProviderAllocations, error) {
+	rows, err := s.conn(ctx).Raw(`SELECT rp.generation, a.consumer_id, rc.name, a.used, a.created_at, a.updated_at, c.generation
+ FROM resource_providers rp
+ LEFT JOIN allocations a ON a.resource_provider_id = rp.id
+ LEFT JOIN consumers c ON c.uuid = a.consumer_id
+ LEFT JOIN resource_classes rc ON rc.id = a.resource_class_id
+ WHERE rp.uuid = ?`, rpUUID).Rows()
+	if err != nil {
+		return nil, wrap("get provider allocations", err)
+	}
+	defer rows.Close()
+	var out *ProviderAllocations
+	for rows.Next() {
+		var gen int64
+		var consumer, class sql.NullString
+		var used, cGen sql.NullInt64
+		var created, updated sql.NullTime
+		if err := rows.Scan(&gen, &consumer, &class, &used, &created, &updated, &cGen); err != nil {
+			return nil, wrap("get provider allocations", err)
+		}
+		if out == nil {
+			out = &ProviderAllocations{ProviderGeneration: gen, Consumers: map[string]*ConsumerResources{}}
+		}
+		if !consumer.Valid || !cGen.Valid || !class.Valid {
+			continue // no allocations, or a row without its consumer
+		}
+		c := out.Consumers[consumer.String]
+		if c == nil {
+			c = &ConsumerResources{Generation: cGen.Int64, Resources: map[string]int64{}}
+			out.Consumers[consumer.String] = c
+		}
+		c.Resources[class.String] = used.Int64
+		out.LastModified = allocLatest(out.LastModified, created.Time, updated.Time)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("get provider allocations", err)
+	}
+	if out == nil {
+		return nil, NotFound("Resource provider '%s' not found: No resource provider with uuid %s found", rpUUID, rpUUID)
+	}
+	return out, nil
+}
+
+func allocLatest(ts ...time.Time) time.Time {
+	var m time.Time
+	for _, t := range ts {
+		if t.After(m) {
+			m = t
+		}
+	}
+	return m
+}
+
+// String renders a write for logs and test failures.
+func (w ConsumerWrite) String() string {
+	return fmt.Sprintf("%s%v", w.UUID, w.Allocations)
+}
