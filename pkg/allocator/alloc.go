@@ -133,12 +133,16 @@ type scope struct {
 }
 
 func (c *Cluster) fullScope() scope {
-	s := scope{nodes: make([]int, len(c.Nodes)), insts: make([]int, len(c.Instances))}
-	for i := range s.nodes {
-		s.nodes[i] = i
+	var s scope
+	for i := range c.Nodes {
+		if !c.isHidden(i) {
+			s.nodes = append(s.nodes, i)
+		}
 	}
-	for i := range s.insts {
-		s.insts[i] = i
+	for i := range c.Instances {
+		if !c.isHidden(c.Instances[i].PNode) {
+			s.insts = append(s.insts, i)
+		}
 	}
 	return s
 }
@@ -147,7 +151,7 @@ func (c *Cluster) groupScope(g int) scope {
 	var s scope
 	in := make([]bool, len(c.Nodes))
 	for i := range c.Nodes {
-		if c.Nodes[i].Group == g {
+		if c.Nodes[i].Group == g && !c.isHidden(i) {
 			s.nodes = append(s.nodes, i)
 			in[i] = true
 		}

@@ -16,6 +16,10 @@ type Cluster struct {
 	// read from them).
 	ClusterTags []string
 
+	// hidden nodes are left out of every scope (hail drops the other
+	// groups' nodes after a dedicated multi-group allocation).
+	hidden []bool
+
 	// cache of the pre-placement N+1 evacuability, valid for version.
 	n1           *n1Cache
 	n1key, n1ver int
@@ -269,6 +273,9 @@ func (c *Cluster) nodesOfGroup(g int) []int {
 func (c *Cluster) groupsWithNodes() []int {
 	seen := map[int]bool{}
 	for i := range c.Nodes {
+		if c.isHidden(i) {
+			continue
+		}
 		seen[c.Nodes[i].Group] = true
 	}
 	var out []int
@@ -277,4 +284,16 @@ func (c *Cluster) groupsWithNodes() []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+func (c *Cluster) isHidden(i int) bool { return c.hidden != nil && c.hidden[i] }
+
+// keepOnlyGroup hides the nodes of every other group.
+func (c *Cluster) keepOnlyGroup(g int) {
+	c.hidden = make([]bool, len(c.Nodes))
+	for i := range c.Nodes {
+		c.hidden[i] = c.Nodes[i].Group != g
+	}
+	c.version++
+	c.n1 = nil
 }

@@ -258,10 +258,19 @@ func (c *Cluster) MultiAllocate(reqs []AllocRequest, opts Options) (*MultiResult
 			return nil, err
 		}
 		if ar.Placement == nil {
-			res.Failed = append(res.Failed, MultiFailed{Name: inst.Name, Info: ar.Info})
+			info := ar.Info
+			if ded && r.GroupName != nil && len(ar.Solutions) == 1 {
+				// hail's dedicated path keeps the bare description here
+				info = ar.Solutions[0].Sol.describe(target(c, orig, ded, r))
+			}
+			res.Failed = append(res.Failed, MultiFailed{Name: inst.Name, Info: info})
 			continue
 		}
-		names := ar.Nodes(c)
+		if ded && r.GroupName == nil {
+			// hail keeps only the chosen group's nodes from here on
+			c.keepOnlyGroup(ar.Group)
+		}
+		names := ar.Nodes(target(c, orig, ded, r))
 		c.Apply(ar.Placement)
 		res.Allocated = append(res.Allocated, MultiAllocated{Name: inst.Name, Nodes: names})
 	}
@@ -277,4 +286,11 @@ func (c *Cluster) isDedicatedName(name string) bool {
 		}
 	}
 	return true
+}
+
+func target(c, orig *Cluster, ded bool, r *AllocRequest) *Cluster {
+	if ded && r.GroupName != nil {
+		return orig
+	}
+	return c
 }
