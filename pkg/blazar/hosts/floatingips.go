@@ -1,0 +1,132 @@
+package hosts
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/db"
+)
+
+// FloatingIPResourceType is the Blazar resource type of floating IPs.
+const FloatingIPResourceType = "virtual:floatingip"
+
+// FloatingIP is an address of the virtual:floatingip pool.
+type FloatingIP struct {
+	ID                string
+	FloatingNetworkID string
+	SubnetID          *string
+	FloatingIPAddress string
+	Reservable        bool
+	CreatedAt         time.Time
+	UpdatedAt         *time.Time
+}
+
+func toFloatingIP(r *models.FloatingIP) FloatingIP {
+	return FloatingIP{ID: r.ID, FloatingNetworkID: r.FloatingNetworkID, SubnetID: r.SubnetID,
+		FloatingIPAddress: r.FloatingIPAddress, Reservable: r.Reservable, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: utcPtr(r.UpdatedAt)}
+}
+
+func fipNotFound(id string) *Error {
+	return errorf(http.StatusNotFound, "Object with {'floatingip_id': '%s'} not found", id)
+}
+
+// CreateFloatingIP adds an address to the pool. Without Neutron
+// (standalone) the network is not checked; the address must be a valid
+// IPv4 or IPv6 address and not already in the pool on that network.
+func (s *Service) CreateFloatingIP(ctx context.Context, networkID, address string) (*FloatingIP, error) {
+	networkID = strings.TrimSpace(networkID)
+	if networkID == "" {
+		return nil, errorf(http.StatusBadRequest, "Missing parameter `floating_network_id`")
+	}
+	if len(networkID) > 255 {
+		return nil, errorf(http.StatusBadRequest, "Malformed parameter `floating_network_id`: at most 255 characters")
+	}
+	if address == "" {
+		return nil, errorf(http.StatusBadRequest, "Missing parameter `floating_ip_address`")
+	}
+	ip, err := netip.ParseAddr(address)
+	if err != nil || ip.Zone() != "" {
+		return nil, errorf(http.StatusBadRequest, "%s is an invalid IP format", address)
+	}
+	canon := ip.String()
+	if ip.IsUnspecified() || ip.IsMulticast() || ip.IsLoopback() {
+		return nil, errorf(http.StatusBadRequest, "%s cannot be a floating IP (unspecified, loopback or multicast address)", address)
+	}
+	var out *FloatingIP
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Model(&models.FloatingIP{}).Where("floating_network_id = ? AND floating_ip_address = ?", networkID, canon).Count(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			return errorf(http.StatusConflict, "Floating IP %s already exists on network %s.", canon, networkID)
+		}
+		row := models.FloatingIP{ID: uuid.NewString(), FloatingNetworkID: networkID, FloatingIPAddress: canon, Reservable: true, CreatedAt: s.now()}
+		if err := tx.Create(&row).Error; err != nil {
+			if db.IsDuplicate(err) {
+				return errorf(http.StatusConflict, "Floating IP %s already exists on network %s.", canon, networkID)
+			}
+			return err
+		}
+		f := toFloatingIP(&row)
+		out = &f
+		return nil
+	})
+	return out, err
+}
+
+// ListFloatingIPs returns the pool, by creation time then id.
+func (s *Service) ListFloatingIPs(ctx context.Context) ([]FloatingIP, error) {
+	var rows []models.FloatingIP
+	if err := s.db.WithContext(ctx).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]FloatingIP, len(rows))
+	for i := range rows {
+		out[i] = toFloatingIP(&rows[i])
+	}
+	return out, nil
+}
+
+// GetFloatingIP returns one floating IP or a 404 *Error.
+func (s *Service) GetFloatingIP(ctx context.Context, id string) (*FloatingIP, error) {
+	var rows []models.FloatingIP
+	if err := s.db.WithContext(ctx).Where("id = ?", id).Limit(1).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, fipNotFound(id)
+	}
+	f := toFloatingIP(&rows[0])
+	return &f, nil
+}
+
+// DeleteFloatingIP removes an address from the pool (409 while reserved).
+func (s *Service) DeleteFloatingIP(ctx context.Context, id string) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Model(&models.FloatingIP{}).Where("id = ?", id).Count(&n).Error; err != nil {
+			return err
+		}
+		if n == 0 {
+			return fipNotFound(id)
+		}
+		if c := s.getChecker(); c != nil {
+			reserved, err := c.FloatingIPReserved(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			if reserved {
+				return errorf(http.StatusConflict, "Cannot delete floating IP %s: it is reserved.", id)
+			}
+		}
+		return tx.Exec("DELETE FROM floatingips WHERE id = ?", id).Error
+	})
+}
