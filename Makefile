@@ -1,0 +1,63 @@
+# Leasehold: build, run, test. `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+GO       ?= go
+PKG      := github.com/leasehold/leasehold
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X $(PKG)/pkg/server.Version=$(VERSION)
+BIN      := bin/leasehold
+# make run: listen addresses and database.
+LISTEN           ?= 127.0.0.1:1234
+PLACEMENT_LISTEN ?= 127.0.0.1:8778
+DATABASE         ?= sqlite:///leasehold.db
+
+.PHONY: help build run test bench bench-api lint conformance conformance-mysql fmt clean mariadb-start mariadb-stop deps
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+
+build: ## static binary bin/leasehold (CGO_ENABLED=0)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/leasehold
+
+run: build ## build and serve on SQLite leasehold.db (Blazar+Placement on :1234, Placement also on :8778)
+	@scripts/run.sh $(BIN) $(LISTEN) $(PLACEMENT_LISTEN) $(DATABASE)
+
+test: ## ALL tests: go test -race on SQLite, on MariaDB, Placement conformance on both
+	@scripts/test.sh
+
+bench: ## Go benchmarks, saved in bench-results/ (compared with benchstat when installed)
+	@scripts/bench.sh
+
+bench-api: build ## HTTP load test with wrk on SQLite and MariaDB (GET provider, PUT allocations)
+	@scripts/bench-api.sh
+
+lint: ## gofmt, go vet, staticcheck (when installed)
+	@out="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt -l: these files need gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@if command -v staticcheck >/dev/null 2>&1; then echo staticcheck ./...; staticcheck ./...; \
+	elif [ -x "$$($(GO) env GOPATH)/bin/staticcheck" ]; then echo staticcheck ./...; "$$($(GO) env GOPATH)/bin/staticcheck" ./...; \
+	else echo "lint: staticcheck not installed, skipped (go install honnef.co/go/tools/cmd/staticcheck@latest)"; fi
+
+conformance: ## Placement conformance on SQLite (CONFORMANCE_DB=mysql for MariaDB; args: ARGS='-vv file.yaml')
+	@scripts/conformance.sh $(ARGS)
+
+conformance-mysql: ## Placement conformance on the throw-away MariaDB
+	@CONFORMANCE_DB=mysql scripts/conformance.sh $(ARGS)
+
+mariadb-start: ## start the throw-away MariaDB on 127.0.0.1:3307 and print its URL
+	@scripts/mariadb-throwaway.sh start
+
+mariadb-stop: ## stop the throw-away MariaDB
+	@scripts/mariadb-throwaway.sh stop
+
+deps: ## install the Debian packages the tests need (root + apt)
+	@scripts/deps.sh
+
+fmt: ## gofmt -w every Go file
+	gofmt -w $$(git ls-files -co --exclude-standard '*.go')
+
+clean: ## remove build and test outputs (not leasehold.db)
+	rm -rf bin/ bench-results/
+	$(GO) clean -testcache

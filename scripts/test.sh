@@ -1,0 +1,176 @@
+#!/bin/bash
+# `make test`: every suite, with a summary at the end.
+#
+#   1. go test -race -shuffle=on ./...                 (SQLite)
+#   2. the same for every package whose tests use pkg/db/dbtest, against a
+#      throw-away MariaDB (LEASEHOLD_TEST_MYSQL_DSN; scripts/mariadb-throwaway.sh)
+#   3. Placement conformance on SQLite               (scripts/conformance.sh)
+#   4. Placement conformance on MariaDB
+#
+# First it runs scripts/deps.sh (installs what is missing when root with
+# apt-get). A suite that cannot run here is SKIPPED LOUDLY with the reason,
+# the others still run; under CI=true a skipped suite fails the run unless
+# LEASEHOLD_ALLOW_SKIP=1. Exit status: 0 iff every suite that ran passed
+# (and, under CI, none was skipped).
+#
+# Knobs: LEASEHOLD_TEST_MYSQL_DSN (use this server instead of starting the
+# throw-away one), TEST_SUITES (default "go mysql conformance-sqlite
+# conformance-mysql"), GOTEST_FLAGS (extra go test flags), SHARED_DIR.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+SUITES="${TEST_SUITES:-go mysql conformance-sqlite conformance-mysql}"
+LOGDIR="$(mktemp -d "${TMPDIR:-/tmp}/leasehold-test.XXXXXX")"
+START=$(date +%s)
+declare -a SUMMARY=()
+failed=0
+skipped=0
+
+banner() { printf '\n==== %s ====\n' "$*"; }
+loud() {
+  echo "################################################################################"
+  for l in "$@"; do echo "### $l"; done
+  echo "################################################################################"
+}
+record() { # suite status detail
+  SUMMARY+=("$(printf '%-22s %-8s %s' "$1" "$2" "$3")")
+  case "$2" in
+    FAIL) failed=$((failed + 1)) ;;
+    SKIPPED) skipped=$((skipped + 1)) ;;
+  esac
+}
+want() { [[ " $SUITES " == *" $1 "* ]]; }
+# go test's own closing lines, counted: "ok" packages and FAIL lines.
+gosummary() {
+  local log="$1" ok fail
+  ok=$(grep -cE '^ok[[:space:]]' "$log" || true)
+  fail=$(grep -cE '^FAIL[[:space:]]+github' "$log" || true)
+  echo "$ok packages ok, $fail packages FAIL"
+}
+
+banner "dependencies (scripts/deps.sh)"
+"$ROOT/scripts/deps.sh" || loud "scripts/deps.sh failed (exit $?); going on with what is installed"
+
+# ---- what this machine has ---------------------------------------------
+find_hail() {
+  local c
+  for c in "$(command -v hail 2>/dev/null)" /usr/lib/ganeti/iallocators/hail /usr/lib/ganeti/*/usr/lib/ganeti/iallocators/hail; do
+    if [ -n "$c" ] && [ -x "$c" ]; then echo "$c"; return 0; fi
+  done
+  return 1
+}
+if HAIL="$(find_hail)"; then
+  export LEASEHOLD_REQUIRE_HAIL=1 LEASEHOLD_HAIL="$HAIL"
+  export PATH="$PATH:$(dirname "$HAIL")"
+  echo "hail: $HAIL (LEASEHOLD_REQUIRE_HAIL=1: the allocator's differential tests must run)"
+else
+  unset LEASEHOLD_REQUIRE_HAIL
+  loud "hail (Debian ganeti-htools) is NOT installed: the allocator's differential tests against hail are SKIPPED"
+  record "allocator-vs-hail" SKIPPED "ganeti-htools not installed (need root+apt: scripts/deps.sh)"
+fi
+for tool in blazar openstack; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    loud "'$tool' (Debian python3-blazarclient / python3-openstackclient) is NOT installed: client-compatibility tests that need it are SKIPPED"
+    record "client-$tool" SKIPPED "$tool CLI not installed"
+  }
+done
+
+RACE=(-race)
+if ! command -v "${CC:-gcc}" >/dev/null 2>&1; then
+  loud "no C compiler: -race needs cgo, so the Go tests run WITHOUT the race detector"
+  RACE=()
+fi
+
+# ---- 1. go test on SQLite ----------------------------------------------
+if want go; then
+  banner "go test ${RACE[*]} -shuffle=on ./...  (SQLite)"
+  log="$LOGDIR/go-sqlite.log"
+  # shellcheck disable=SC2086
+  env -u LEASEHOLD_TEST_MYSQL_DSN CGO_ENABLED=1 go test "${RACE[@]}" -shuffle=on ${GOTEST_FLAGS:-} ./... 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" = 0 ]; then record "go (SQLite)" PASS "$(gosummary "$log")"; else record "go (SQLite)" FAIL "exit $rc; $(gosummary "$log")"; fi
+fi
+
+# ---- MariaDB -----------------------------------------------------------
+MYSQL_DSN="${LEASEHOLD_TEST_MYSQL_DSN:-}"
+MYSQL_WHY=""
+if (want mysql || want conformance-mysql) && [ -z "$MYSQL_DSN" ]; then
+  banner "throw-away MariaDB (scripts/mariadb-throwaway.sh start)"
+  if MYSQL_DSN="$("$ROOT/scripts/mariadb-throwaway.sh" start)"; then
+    echo "MariaDB ready on 127.0.0.1:${LEASEHOLD_MARIADB_PORT:-3307}"
+  else
+    MYSQL_DSN=""
+    MYSQL_WHY="throw-away MariaDB could not start (not installed and no root+apt, or see its log)"
+  fi
+fi
+
+# ---- 2. go test on MariaDB ---------------------------------------------
+if want mysql; then
+  if [ -z "$MYSQL_DSN" ]; then
+    loud "MariaDB suite SKIPPED: $MYSQL_WHY"
+    record "go (MariaDB)" SKIPPED "$MYSQL_WHY"
+  else
+    # Every package whose tests use pkg/db/dbtest (directly or not).
+    mapfile -t pkgs < <(go list -test -f '{{.ImportPath}}|{{join .Deps " "}}' ./... 2>/dev/null |
+      grep -E '^[^|]+ \[[^|]+\.test\]\|.*github.com/leasehold/leasehold/pkg/db/dbtest( |$)' |
+      sed -E 's/^[^|]* \[([^|]+)\.test\]\|.*/\1/' | sort -u)
+    banner "go test ${RACE[*]} -shuffle=on (MariaDB) on ${#pkgs[@]} packages that use dbtest"
+    printf '  %s\n' "${pkgs[@]}"
+    if [ ${#pkgs[@]} = 0 ]; then
+      record "go (MariaDB)" FAIL "no package uses pkg/db/dbtest (go list failed?)"
+    else
+      log="$LOGDIR/go-mysql.log"
+      # shellcheck disable=SC2086
+      LEASEHOLD_TEST_MYSQL_DSN="$MYSQL_DSN" CGO_ENABLED=1 go test "${RACE[@]}" -shuffle=on ${GOTEST_FLAGS:-} "${pkgs[@]}" 2>&1 | tee "$log"
+      rc=${PIPESTATUS[0]}
+      if [ "$rc" = 0 ]; then record "go (MariaDB)" PASS "$(gosummary "$log")"; else record "go (MariaDB)" FAIL "exit $rc; $(gosummary "$log")"; fi
+    fi
+  fi
+fi
+
+# ---- 3./4. conformance -------------------------------------------------
+conformance() { # db
+  local db="$1" log="$LOGDIR/conformance-$1.log" rc line
+  banner "Placement conformance ($db)"
+  CONFORMANCE_DB="$db" LEASEHOLD_TEST_MYSQL_DSN="$MYSQL_DSN" "$ROOT/scripts/conformance.sh" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  line="$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)"
+  if [ "$rc" = 0 ]; then record "conformance ($db)" PASS "$line"; else record "conformance ($db)" FAIL "exit $rc; ${line:-no totals line}"; fi
+}
+have_gabbi() { /usr/bin/python3 -c 'import gabbi, yaml' 2>/dev/null; }
+SHARED="${SHARED_DIR:-$ROOT/../shared}"
+conf_why=""
+if [ ! -e "$SHARED/conformance/placement/run-gabbits.sh" ]; then
+  conf_why="harness not found at $SHARED/conformance/placement (set SHARED_DIR)"
+elif ! have_gabbi; then
+  conf_why="python3-gabbi/python3-yaml not installed (need root+apt: scripts/deps.sh)"
+fi
+for db in sqlite mysql; do
+  want "conformance-$db" || continue
+  if [ -n "$conf_why" ]; then
+    loud "Placement conformance ($db) SKIPPED: $conf_why"
+    record "conformance ($db)" SKIPPED "$conf_why"
+  elif [ "$db" = mysql ] && [ -z "$MYSQL_DSN" ]; then
+    loud "Placement conformance (mysql) SKIPPED: $MYSQL_WHY"
+    record "conformance (mysql)" SKIPPED "$MYSQL_WHY"
+  else
+    conformance "$db"
+  fi
+done
+
+# ---- summary -----------------------------------------------------------
+banner "make test summary ($(( $(date +%s) - START )) s, logs in $LOGDIR)"
+printf '%s\n' "${SUMMARY[@]}"
+if [ "$skipped" -gt 0 ]; then
+  loud "$skipped suite(s) SKIPPED on this machine (see above for why)"
+  if [ "${CI:-}" = true ] && [ "${LEASEHOLD_ALLOW_SKIP:-}" != 1 ]; then
+    echo "CI=true: a skipped suite fails the run (LEASEHOLD_ALLOW_SKIP=1 to allow)"
+    failed=$((failed + 1))
+  fi
+fi
+if [ "$failed" -gt 0 ]; then
+  echo "make test: FAILED"
+  exit 1
+fi
+echo "make test: all suites passed"
