@@ -1,6 +1,9 @@
 package allocator
 
-import "slices"
+import (
+	"os"
+	"slices"
+)
 
 // The global N+1 capacity check (htools' GlobalN1): after a placement,
 // every node of the scope must be evacuable: its DRBD primaries fail over
@@ -13,9 +16,14 @@ import "slices"
 type state struct {
 	c     *Cluster
 	nodes map[int]Node
-	insts map[int]Instance
-	extra []Instance // instances appended (index len(c.Instances)+k)
-	stats *Stats     // nil when scores are not needed
+	insts map[int]Instance // overlaid and added instances
+	// inScope marks the instances of the scope (hail's instance list);
+	// size is that list's size. New instances get index size, as in
+	// htools' updateIl, which overwrites an existing instance when the
+	// list is a group's subset: that quirk is reproduced.
+	inScope []bool
+	size    int
+	stats   *Stats // nil when scores are not needed
 }
 
 func (s *state) node(i int) *Node {
@@ -37,26 +45,31 @@ func (s *state) setNode(i int, n Node) {
 }
 
 func (s *state) inst(i int) *Instance {
-	if i >= len(s.c.Instances) {
-		return &s.extra[i-len(s.c.Instances)]
-	}
 	if v, ok := s.insts[i]; ok {
 		return &v
 	}
 	return &s.c.Instances[i]
 }
 
-func (s *state) setInst(i int, v Instance) {
-	if i >= len(s.c.Instances) {
-		s.extra[i-len(s.c.Instances)] = v
-		return
+func (s *state) setInst(i int, v Instance) { s.insts[i] = v }
+
+// addInst adds an instance at index size (htools' updateIl) and reports
+// whether that overwrote an existing one.
+func (s *state) addInst(v Instance) (idx int, overwrote bool) {
+	idx = s.size
+	_, added := s.insts[idx]
+	present := added || (idx < len(s.inScope) && s.inScope[idx])
+	if !present {
+		s.size++
 	}
-	s.insts[i] = v
+	v.Idx = idx
+	s.insts[idx] = v
+	return idx, present
 }
 
 func (s *state) fork() *state {
 	t := &state{c: s.c, nodes: make(map[int]Node, len(s.nodes)+8), insts: make(map[int]Instance, len(s.insts)+4),
-		extra: slices.Clone(s.extra), stats: s.stats}
+		inScope: s.inScope, size: s.size, stats: s.stats}
 	for k, v := range s.nodes {
 		t.nodes[k] = v
 	}
@@ -66,12 +79,19 @@ func (s *state) fork() *state {
 	return t
 }
 
+func newState(c *Cluster, sc scope, stats *Stats) *state {
+	in := make([]bool, len(c.Instances))
+	for _, i := range sc.insts {
+		in[i] = true
+	}
+	return &state{c: c, nodes: map[int]Node{}, insts: map[int]Instance{}, inScope: in, size: len(sc.insts), stats: stats}
+}
+
 // placedState is the state after a placement (extractNl/updateIl).
-func (c *Cluster) placedState(pl *Placement) *state {
-	s := &state{c: c, nodes: map[int]Node{}, insts: map[int]Instance{}, stats: pl.stats}
-	inst := pl.Inst
-	inst.Idx = len(c.Instances)
-	s.extra = []Instance{inst}
+func (c *Cluster) placedState(sc scope, pl *Placement) (*state, bool) {
+	s := newState(c, sc, pl.stats)
+	idx, overwrote := s.addInst(pl.Inst)
+	inst := *s.inst(idx)
 	np := pl.NewP
 	np.commitPri(&inst)
 	s.nodes[pl.P] = np
@@ -80,7 +100,7 @@ func (c *Cluster) placedState(pl *Placement) *state {
 		ns.commitSec(&inst, pl.P)
 		s.nodes[pl.S] = ns
 	}
-	return s
+	return s, overwrote
 }
 
 // failover is applyMoveEx Failover with force (Moves.move).
@@ -171,8 +191,8 @@ func (s *state) recreate(idx int, targets []int) bool {
 	}
 	cp := inst
 	cp.PNode, cp.SNode = bestT, -1
-	cp.Idx = len(s.c.Instances) + len(s.extra)
-	s.extra = append(s.extra, cp)
+	idx, _ = s.addInst(cp)
+	cp.Idx = idx
 	bestNode.commitPri(&cp)
 	s.setNode(bestT, bestNode)
 	return true
@@ -245,7 +265,7 @@ type n1Cache struct {
 
 // globalN1 checks the state after placement pl over the scope.
 func (c *Cluster) globalN1(sc scope, pl *Placement) bool {
-	s := c.placedState(pl)
+	s, overwrote := c.placedState(sc, pl)
 	if s.stats == nil {
 		// Dedicated or unscored: scores only rank evacuation targets.
 		s.stats = c.statsOf(sc)
@@ -262,13 +282,19 @@ func (c *Cluster) globalN1(sc scope, pl *Placement) bool {
 		}
 	}
 	for _, i := range sc.nodes {
-		if !affected[i] && !(groups[c.Nodes[i].Group] && c.hasNonDrbd(i)) {
+		if !overwrote && !affected[i] && !(groups[c.Nodes[i].Group] && c.hasNonDrbd(i)) {
 			if !cache.ok[i] {
+				if debugN1 {
+					println("N1 cached fail: node", c.Nodes[i].Name)
+				}
 				return false
 			}
 			continue
 		}
 		if !s.canEvacuate(sc, i) {
+			if debugN1 {
+				println("N1 fail: placement", c.Nodes[pl.P].Name, "node", c.Nodes[i].Name)
+			}
 			return false
 		}
 	}
@@ -302,7 +328,7 @@ func (c *Cluster) n1base(sc scope) *n1Cache {
 	if c.n1 != nil && c.n1key == key && c.n1ver == c.version {
 		return c.n1
 	}
-	s := &state{c: c, nodes: map[int]Node{}, insts: map[int]Instance{}, stats: c.statsOf(sc)}
+	s := newState(c, sc, c.statsOf(sc))
 	cache := &n1Cache{ok: make([]bool, len(c.Nodes))}
 	for _, i := range sc.nodes {
 		cache.ok[i] = s.canEvacuate(sc, i)
@@ -310,3 +336,5 @@ func (c *Cluster) n1base(sc scope) *n1Cache {
 	c.n1, c.n1key, c.n1ver = cache, key, c.version
 	return cache
 }
+
+var debugN1 = os.Getenv("LEASEHOLD_DEBUG_N1") == "1"
