@@ -37,8 +37,8 @@ func (s *Service) Properties(ctx context.Context, includePrivate bool) ([]Proper
 		return nil, err
 	}
 	type valRow struct {
-		PropertyID      string
-		CapabilityValue string
+		PropertyID      string `gorm:"column:property_id"`
+		CapabilityValue string `gorm:"column:capability_value"`
 	}
 	var vals []valRow
 	if err := conn.Raw(`SELECT DISTINCT c.property_id, c.capability_value FROM computehost_extra_capabilities c

@@ -307,9 +307,9 @@ func utcPtr(t *time.Time) *time.Time {
 }
 
 type capRow struct {
-	ComputeHostID   int64
-	PropertyName    string
-	CapabilityValue string
+	ComputeHostID   int64  `gorm:"column:computehost_id"`
+	PropertyName    string `gorm:"column:property_name"`
+	CapabilityValue string `gorm:"column:capability_value"`
 }
 
 // loadCaps reads the capabilities of the hosts selected by where (a SQL
@@ -438,6 +438,10 @@ func bodyStrings(body map[string]any) (map[string]string, error) {
 			out[k] = x.String()
 		case float64:
 			out[k] = strconv.FormatFloat(x, 'f', -1, 64)
+		case int:
+			out[k] = strconv.Itoa(x)
+		case int64:
+			out[k] = strconv.FormatInt(x, 10)
 		case map[string]any, []any:
 			if k != "cpu_info" {
 				return nil, errorf(http.StatusBadRequest, "Malformed parameter `%s`: the value must be a string, number or boolean", k)

@@ -1,0 +1,527 @@
+package hosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/compute/standalone"
+	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/db/dbtest"
+	"github.com/leasehold/leasehold/pkg/hostquery"
+)
+
+var fixed = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func newService(t *testing.T, d *db.DB) (*Service, *standalone.Driver) {
+	t.Helper()
+	drv := standalone.New(nil)
+	s := New(d, drv)
+	s.now = func() time.Time { return fixed }
+	return s, drv
+}
+
+func eachDialect(t *testing.T, fn func(t *testing.T, d *db.DB)) {
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) { fn(t, dbtest.OpenDialect(t, dialect)) })
+	}
+}
+
+func wantStatus(t *testing.T, err error, status int) {
+	t.Helper()
+	var e interface{ HTTPStatus() int }
+	if !errors.As(err, &e) || e.HTTPStatus() != status {
+		t.Fatalf("err = %v, want status %d", err, status)
+	}
+}
+
+func body(kv ...any) map[string]any {
+	m := map[string]any{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	return m
+}
+
+var ignoreProviders = cmpopts.IgnoreFields(Host{}, "ComputeProviderUUID", "ReservationProviderUUID")
+
+func TestCreateGetListUpdateDelete(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, drv := newService(t, d)
+		h, err := s.Create(ctx, body("name", "compute-1", "vcpus", "8", "memory_mb", "16384", "local_gb", "200",
+			"hypervisor_type", "QEMU", "hypervisor_version", "2010001", "cpu_info", map[string]any{"arch": "x86_64"}, "gpu", "true", "rack", "r1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Host{ID: h.ID, HypervisorHostname: "compute-1", ServiceName: "compute-1", VCPUs: 8, MemoryMB: 16384, LocalGB: 200,
+			HypervisorType: "QEMU", HypervisorVersion: 2010001, CPUInfo: `{"arch":"x86_64"}`, Reservable: true, CreatedAt: fixed,
+			ExtraCapabilities: map[string]string{"gpu": "true", "rack": "r1"}}
+		if diff := cmp.Diff(want, *h, ignoreProviders); diff != "" {
+			t.Errorf("created (-want +got):\n%s", diff)
+		}
+		if h.ComputeProviderUUID == "" || h.ReservationProviderUUID == "" {
+			t.Error("providers not recorded")
+		}
+		got, err := s.Get(ctx, h.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(*h, *got); diff != "" {
+			t.Errorf("get (-created +got):\n%s", diff)
+		}
+		if _, err := s.Create(ctx, body("name", "compute-2")); err != nil {
+			t.Fatal(err)
+		}
+		list, err := s.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 2 || list[0].HypervisorHostname != "compute-1" || list[1].HypervisorHostname != "compute-2" || len(list[1].ExtraCapabilities) != 0 {
+			t.Errorf("list = %+v", list)
+		}
+		up, err := s.Update(ctx, h.ID, body("rack", "r2", "ssd", true, "vcpus", 16))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(map[string]string{"gpu": "true", "rack": "r2", "ssd": "true", "vcpus": "16"}, up.ExtraCapabilities); diff != "" {
+			t.Errorf("caps after update (-want +got):\n%s", diff)
+		}
+		if up.VCPUs != 8 || up.UpdatedAt == nil {
+			t.Errorf("update changed the host field or left updated_at: %+v", up)
+		}
+		if v, _ := up.Lookup("vcpus"); v != "8" {
+			t.Errorf("Lookup(vcpus) = %q, want the host field 8", v)
+		}
+		if err := s.Delete(ctx, h.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Get(ctx, h.ID)
+		wantStatus(t, err, http.StatusNotFound)
+		var n int64
+		d.Model(&models.ComputeHostExtraCapability{}).Where("computehost_id = ?", h.ID).Count(&n)
+		if n != 0 {
+			t.Errorf("%d capabilities left behind", n)
+		}
+		d.Model(&models.ResourceProvider{}).Where("name IN ?", []string{"compute-1", "blazar_compute-1"}).Count(&n)
+		if n != 0 {
+			t.Errorf("%d providers left behind", n)
+		}
+		var ops []string
+		for _, c := range drv.Calls() {
+			ops = append(ops, c.Op+":"+c.Hosts[0])
+		}
+		if diff := cmp.Diff([]string{"add_to_freepool:compute-1", "add_to_freepool:compute-2", "remove_from_freepool:compute-1"}, ops); diff != "" {
+			t.Errorf("driver calls (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestPlacementProviders(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, _ := newService(t, d)
+		h, err := s.Create(ctx, body("name", "c1", "vcpus", "4", "memory_mb", "2048", "local_gb", "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		type inv struct {
+			Name  string
+			Total int64
+		}
+		var invs []inv
+		if err := d.Raw(`SELECT rc.name, i.total FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
+ JOIN resource_providers rp ON rp.id = i.resource_provider_id WHERE rp.uuid = ? ORDER BY rc.name`, h.ComputeProviderUUID).Scan(&invs).Error; err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]inv{{"MEMORY_MB", 2048}, {"VCPU", 4}}, invs); diff != "" {
+			t.Errorf("inventory (-want +got):\n%s", diff)
+		}
+		var child models.ResourceProvider
+		if err := d.Where("uuid = ?", h.ReservationProviderUUID).Take(&child).Error; err != nil {
+			t.Fatal(err)
+		}
+		var parent models.ResourceProvider
+		if err := d.Where("uuid = ?", h.ComputeProviderUUID).Take(&parent).Error; err != nil {
+			t.Fatal(err)
+		}
+		if child.Name != "blazar_c1" || child.ParentProviderID == nil || *child.ParentProviderID != parent.ID || parent.Generation != 1 {
+			t.Errorf("child %+v parent %+v", child, parent)
+		}
+		// An allocation on the child blocks the delete, and nothing changes.
+		if err := d.Create(&models.Allocation{ResourceProviderID: child.ID, ConsumerID: "c0000000-0000-0000-0000-000000000000", ResourceClassID: 1, Used: 1, CreatedAt: fixed, UpdatedAt: fixed}).Error; err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, s.Delete(ctx, h.ID), http.StatusConflict)
+		if _, err := s.Get(ctx, h.ID); err != nil {
+			t.Errorf("host gone after refused delete: %v", err)
+		}
+	})
+}
+
+func TestCreateErrorsLeaveNothing(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, _ := newService(t, d)
+		if _, err := s.Create(ctx, body("name", "dup")); err != nil {
+			t.Fatal(err)
+		}
+		long := fmt.Sprintf("%065d", 0)
+		tests := []struct {
+			name   string
+			body   map[string]any
+			status int
+		}{
+			{"no name", body("gpu", "x"), 400},
+			{"long key", body("name", "c2", long, "x"), 400},
+			{"empty key", body("name", "c2", " ", "x"), 400},
+			{"object capability", body("name", "c2", "x", map[string]any{}), 400},
+			{"bad vcpus", body("name", "c2", "vcpus", "many"), 400},
+			{"duplicate", body("name", "dup"), 409},
+			{"huge inventory", body("name", "c2", "vcpus", "99999999999"), 400},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				_, err := s.Create(ctx, tt.body)
+				wantStatus(t, err, tt.status)
+			})
+		}
+		var hosts, rps, props int64
+		d.Model(&models.ComputeHost{}).Count(&hosts)
+		d.Model(&models.ResourceProvider{}).Count(&rps)
+		d.Model(&models.ResourceProperty{}).Count(&props)
+		if hosts != 1 || rps != 2 || props != 0 {
+			t.Errorf("after failed creates: %d hosts, %d providers, %d properties", hosts, rps, props)
+		}
+		// An existing blazar_ child provider is Blazar's creation conflict.
+		if err := d.Create(&models.ResourceProvider{UUID: "11111111-1111-1111-1111-111111111111", Name: "blazar_c3", RootProviderID: 0, CreatedAt: fixed, UpdatedAt: fixed}).Error; err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Create(ctx, body("name", "c3"))
+		wantStatus(t, err, http.StatusConflict)
+	})
+}
+
+func TestExistingComputeProviderIsReused(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, _ := newService(t, d)
+		nova := models.ResourceProvider{UUID: "22222222-2222-2222-2222-222222222222", Name: "novahost", CreatedAt: fixed, UpdatedAt: fixed}
+		if err := d.Create(&nova).Error; err != nil {
+			t.Fatal(err)
+		}
+		d.Model(&nova).Update("root_provider_id", nova.ID)
+		h, err := s.Create(ctx, body("name", "novahost", "vcpus", "4"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.ComputeProviderUUID != nova.UUID {
+			t.Errorf("compute provider %s, want the existing %s", h.ComputeProviderUUID, nova.UUID)
+		}
+		if err := s.Delete(ctx, h.ID); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		d.Model(&models.ResourceProvider{}).Where("uuid = ?", nova.UUID).Count(&n)
+		if n != 1 {
+			t.Error("Nova's compute node provider was deleted with the host")
+		}
+		d.Model(&models.Inventory{}).Count(&n)
+		if n != 0 {
+			t.Errorf("inventory was added to Nova's provider: %d rows", n)
+		}
+	})
+}
+
+func TestUpdateErrors(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, _ := newService(t, d)
+		h, err := s.Create(ctx, body("name", "c1", "gpu", "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Update(ctx, h.ID, body())
+		wantStatus(t, err, 400)
+		_, err = s.Update(ctx, "999", body("x", "1"))
+		wantStatus(t, err, 404)
+		_, err = s.Update(ctx, "c1", body("x", "1"))
+		wantStatus(t, err, 404)
+		_, err = s.Update(ctx, h.ID, body(fmt.Sprintf("%065d", 1), "1"))
+		wantStatus(t, err, 400)
+		s.SetReservationChecker(&fakeChecker{capInUse: map[string]bool{"gpu": true}})
+		_, err = s.Update(ctx, h.ID, body("gpu", "b", "new", "1"))
+		wantStatus(t, err, 409)
+		got, _ := s.Get(ctx, h.ID)
+		if diff := cmp.Diff(map[string]string{"gpu": "a"}, got.ExtraCapabilities); diff != "" {
+			t.Errorf("refused update wrote (-want +got):\n%s", diff)
+		}
+		// Same value: not a change, allowed.
+		if _, err := s.Update(ctx, h.ID, body("gpu", "a", "new", "1")); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+type fakeChecker struct {
+	hosts    map[string]bool
+	fips     map[string]bool
+	capInUse map[string]bool
+}
+
+func (f *fakeChecker) HostReserved(ctx context.Context, tx *gorm.DB, id string) (bool, error) {
+	return f.hosts[id], nil
+}
+func (f *fakeChecker) CapabilityInUse(ctx context.Context, tx *gorm.DB, id, key string) (bool, error) {
+	return f.capInUse[key], nil
+}
+func (f *fakeChecker) FloatingIPReserved(ctx context.Context, tx *gorm.DB, id string) (bool, error) {
+	return f.fips[id], nil
+}
+
+func TestDeleteReservedHost(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, _ := newService(t, d)
+		h, err := s.Create(ctx, body("name", "c1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.SetReservationChecker(&fakeChecker{hosts: map[string]bool{h.ID: true}})
+		err = s.Delete(ctx, h.ID)
+		wantStatus(t, err, 409)
+		if err.Error() != "Can't delete host "+h.ID+". The host is reserved." {
+			t.Errorf("message %q", err)
+		}
+		wantStatus(t, s.Delete(ctx, "nope"), 404)
+		wantStatus(t, s.Delete(ctx, "12345"), 404)
+	})
+}
+
+type fakeLister map[string][]HostReservation
+
+func (f fakeLister) HostAllocations(ctx context.Context, filter AllocationFilter) (map[string][]HostReservation, error) {
+	return f, nil
+}
+
+func TestAllocations(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, _ := newService(t, d)
+		h1, _ := s.Create(ctx, body("name", "c1"))
+		h2, _ := s.Create(ctx, body("name", "c2"))
+		all, err := s.Allocations(ctx, AllocationFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]HostAllocation{{h1.ID, []HostReservation{}}, {h2.ID, []HostReservation{}}}, all); diff != "" {
+			t.Errorf("without lister (-want +got):\n%s", diff)
+		}
+		r1 := HostReservation{ID: "r1", LeaseID: "l1", StartDate: fixed.Add(time.Hour), EndDate: fixed.Add(2 * time.Hour)}
+		r0 := HostReservation{ID: "r0", LeaseID: "l0", StartDate: fixed, EndDate: fixed.Add(time.Hour)}
+		s.SetAllocationLister(fakeLister{h2.ID: {r1, r0}})
+		one, err := s.Allocation(ctx, h2.ID, AllocationFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(&HostAllocation{h2.ID, []HostReservation{r0, r1}}, one); diff != "" {
+			t.Errorf("allocation (-want +got):\n%s", diff)
+		}
+		_, err = s.Allocation(ctx, "77", AllocationFilter{})
+		wantStatus(t, err, 404)
+	})
+}
+
+func TestProperties(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, _ := newService(t, d)
+		s.Create(ctx, body("name", "c1", "gpu", "true", "rack", "r1"))
+		s.Create(ctx, body("name", "c2", "gpu", "false", "rack", "r1"))
+		props, err := s.Properties(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type pv struct {
+			Name    string
+			Private bool
+			Values  []string
+		}
+		simplify := func(ps []Property) []pv {
+			var out []pv
+			for _, p := range ps {
+				out = append(out, pv{p.Name, p.Private, p.Values})
+			}
+			return out
+		}
+		if diff := cmp.Diff([]pv{{"gpu", false, []string{"false", "true"}}, {"rack", false, []string{"r1"}}}, simplify(props)); diff != "" {
+			t.Errorf("properties (-want +got):\n%s", diff)
+		}
+		p, err := s.SetPropertyPrivate(ctx, "gpu", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Private || p.Name != "gpu" || p.ResourceType != "physical:host" || p.UpdatedAt == nil {
+			t.Errorf("set private: %+v", p)
+		}
+		props, _ = s.Properties(ctx, false)
+		if diff := cmp.Diff([]pv{{"rack", false, []string{"r1"}}}, simplify(props)); diff != "" {
+			t.Errorf("public properties (-want +got):\n%s", diff)
+		}
+		props, _ = s.Properties(ctx, true)
+		if len(props) != 2 || !props[0].Private {
+			t.Errorf("all properties: %+v", props)
+		}
+		_, err = s.SetPropertyPrivate(ctx, "nope", true)
+		wantStatus(t, err, 404)
+	})
+}
+
+func TestFloatingIPs(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, _ := newService(t, d)
+		net := "1e17587e-a7ed-4b82-a17b-4beb32523e28"
+		f, err := s.CreateFloatingIP(ctx, net, "192.0.2.10")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := FloatingIP{ID: f.ID, FloatingNetworkID: net, FloatingIPAddress: "192.0.2.10", Reservable: true, CreatedAt: fixed}
+		if diff := cmp.Diff(want, *f); diff != "" {
+			t.Errorf("created (-want +got):\n%s", diff)
+		}
+		f6, err := s.CreateFloatingIP(ctx, net, "2001:DB8::1")
+		if err != nil || f6.FloatingIPAddress != "2001:db8::1" {
+			t.Fatalf("v6: %+v %v", f6, err)
+		}
+		for _, tt := range []struct {
+			net, addr string
+			status    int
+		}{
+			{"", "192.0.2.1", 400}, {net, "", 400}, {net, "192.0.2", 400}, {net, "fe80::1%eth0", 400},
+			{net, "0.0.0.0", 400}, {net, "224.0.0.1", 400}, {net, "192.0.2.10", 409},
+		} {
+			_, err := s.CreateFloatingIP(ctx, tt.net, tt.addr)
+			wantStatus(t, err, tt.status)
+		}
+		list, err := s.ListFloatingIPs(ctx)
+		if err != nil || len(list) != 2 {
+			t.Fatalf("list: %+v %v", list, err)
+		}
+		got, err := s.GetFloatingIP(ctx, f.ID)
+		if err != nil || got.ID != f.ID {
+			t.Fatalf("get: %+v %v", got, err)
+		}
+		_, err = s.GetFloatingIP(ctx, "nope")
+		wantStatus(t, err, 404)
+		s.SetReservationChecker(&fakeChecker{fips: map[string]bool{f.ID: true}})
+		wantStatus(t, s.DeleteFloatingIP(ctx, f.ID), 409)
+		if err := s.DeleteFloatingIP(ctx, f6.ID); err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, s.DeleteFloatingIP(ctx, f6.ID), 404)
+	})
+}
+
+func TestReservableCache(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, _ := newService(t, d)
+		other, _ := newService(t, d) // a second process on the same DB
+		h1, _ := s.Create(ctx, body("name", "c1", "vcpus", "2", "gpu", "a"))
+		list, err := other.Reservable(ctx)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("reservable %+v %v", list, err)
+		}
+		if _, err := s.Create(ctx, body("name", "c2", "vcpus", "8")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Update(ctx, h1.ID, body("gpu", "b")); err != nil {
+			t.Fatal(err)
+		}
+		for _, svc := range []*Service{s, other} {
+			list, err = svc.Reservable(ctx)
+			if err != nil || len(list) != 2 || list[0].ExtraCapabilities["gpu"] != "b" {
+				t.Fatalf("after writes: %+v %v", list, err)
+			}
+		}
+		// A write outside the service that bumps the marker is seen too.
+		if err := d.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Model(&models.ComputeHost{}).Where("id = ?", h1.ID).Update("reservable", false).Error; err != nil {
+				return err
+			}
+			return BumpMarkerTx(tx)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		list, _ = other.Reservable(ctx)
+		if len(list) != 1 || list[0].HypervisorHostname != "c2" {
+			t.Fatalf("after marker bump: %+v", list)
+		}
+		q, _ := hostquery.Parse(`{"vcpus": ">= 4"}`)
+		if ok, reason := q.Match(list[0].Lookup); !ok {
+			t.Errorf("c2 should match: %s", reason)
+		}
+		all, _ := s.List(ctx)
+		if ok, reason := q.Match(all[0].Lookup); ok || reason != "vcpus >= 4 (host has 2)" {
+			t.Errorf("c1: %v %q", ok, reason)
+		}
+	})
+}
+
+func TestConcurrentCreates(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, _ := newService(t, d)
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				_, errs[i] = s.Create(ctx, body("name", fmt.Sprintf("h%d", i%4), "gpu", "x"))
+			}(i)
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			if err == nil {
+				ok++
+			}
+		}
+		list, _ := s.List(ctx)
+		if len(list) != 4 || ok != 4 {
+			t.Errorf("%d successes, %d hosts, errors %v", ok, len(list), errs)
+		}
+	})
+}
+
+func TestLookup(t *testing.T) {
+	st := "up"
+	h := Host{ID: "3", HypervisorHostname: "c", ServiceName: "s", VCPUs: 2, MemoryMB: 3, LocalGB: 4, HypervisorType: "QEMU",
+		HypervisorVersion: 5, CPUInfo: "{}", AvailabilityZone: "az", Reservable: true, Status: &st,
+		ExtraCapabilities: map[string]string{"gpu": "x", "vcpus": "99"}}
+	for _, tt := range []struct {
+		key, want string
+		ok        bool
+	}{
+		{"id", "3", true}, {"hypervisor_hostname", "c", true}, {"service_name", "s", true}, {"vcpus", "2", true},
+		{"memory_mb", "3", true}, {"local_gb", "4", true}, {"hypervisor_type", "QEMU", true}, {"hypervisor_version", "5", true},
+		{"cpu_info", "{}", true}, {"availability_zone", "az", true}, {"reservable", "true", true}, {"status", "up", true},
+		{"trust_id", "", false}, {"gpu", "x", true}, {"nope", "", false},
+	} {
+		v, ok := h.Lookup(tt.key)
+		if v != tt.want || ok != tt.ok {
+			t.Errorf("Lookup(%s) = %q, %v", tt.key, v, ok)
+		}
+	}
+}
