@@ -33,7 +33,7 @@ bench-api: build ## HTTP load test with wrk on SQLite and MariaDB (GET provider,
 	@scripts/bench-api.sh
 
 lint: ## gofmt, go vet, staticcheck (when installed)
-	@out="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go'))"; \
+	@out="$$(gofmt -l .)"; \
 	if [ -n "$$out" ]; then echo "gofmt -l: these files need gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@if command -v staticcheck >/dev/null 2>&1; then echo staticcheck ./...; staticcheck ./...; \
@@ -56,7 +56,7 @@ deps: ## install the Debian packages the tests need (root + apt)
 	@scripts/deps.sh
 
 fmt: ## gofmt -w every Go file
-	gofmt -w $$(git ls-files -co --exclude-standard '*.go')
+	gofmt -w .
 
 clean: ## remove build and test outputs (not leasehold.db)
 	rm -rf bin/ bench-results/
