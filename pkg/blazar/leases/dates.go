@@ -1,0 +1,46 @@
+package leases
+
+import (
+	"strings"
+	"time"
+
+	"github.com/leasehold/leasehold/plugins"
+)
+
+// Output formats the clients parse strictly.
+const (
+	// DateFormat is used for lease start/end dates, event times and
+	// allocation dates: "2017-12-26T12:00:00.000000".
+	DateFormat = "2006-01-02T15:04:05.000000"
+	// StampFormat is used for created_at/updated_at: "2017-12-27 10:00:00".
+	StampFormat = "2006-01-02 15:04:05"
+)
+
+// inputFormats are the accepted input dates: Blazar's "%Y-%m-%d %H:%M" and,
+// as a harmless extension, the same with seconds.
+var inputFormats = []string{"2006-01-02 15:04", "2006-01-02 15:04:05"}
+
+// ParseDate reads a lease date as the API takes it: "YYYY-MM-DD HH:MM"
+// (UTC), the same with seconds, or "now" (now truncated to the minute).
+// A bad value is Blazar's InvalidDate (400).
+func ParseDate(s string, now time.Time) (time.Time, error) {
+	if s == "now" {
+		return now.UTC().Truncate(time.Minute), nil
+	}
+	t := strings.TrimSpace(s)
+	for _, f := range inputFormats {
+		if len(t) != len(f) {
+			continue
+		}
+		if d, err := time.ParseInLocation(f, t, time.UTC); err == nil {
+			return d, nil
+		}
+	}
+	return time.Time{}, plugins.BadRequest("%s is an invalid date. Required format: %%Y-%%m-%%d %%H:%%M", s)
+}
+
+// FormatDate renders a lease/event date.
+func FormatDate(t time.Time) string { return t.UTC().Format(DateFormat) }
+
+// FormatStamp renders created_at/updated_at.
+func FormatStamp(t time.Time) string { return t.UTC().Format(StampFormat) }

@@ -1,0 +1,145 @@
+package leases
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/models"
+)
+
+// View is a lease as the API returns it.
+type View struct {
+	ID           string        `json:"id"`
+	Name         string        `json:"name"`
+	UserID       string        `json:"user_id"`
+	ProjectID    string        `json:"project_id"`
+	StartDate    string        `json:"start_date"`
+	EndDate      string        `json:"end_date"`
+	TrustID      *string       `json:"trust_id"`
+	Status       string        `json:"status"`
+	Degraded     bool          `json:"degraded"`
+	CreatedAt    string        `json:"created_at"`
+	UpdatedAt    *string       `json:"updated_at"`
+	Reservations []Reservation `json:"reservations"`
+	Events       []EventView   `json:"events"`
+}
+
+// Reservation is a reservation with its plugin fields merged in.
+type Reservation map[string]any
+
+// EventView is an event as the API returns it.
+type EventView struct {
+	ID        string  `json:"id"`
+	LeaseID   string  `json:"lease_id"`
+	EventType string  `json:"event_type"`
+	Time      string  `json:"time"`
+	Status    string  `json:"status"`
+	CreatedAt string  `json:"created_at"`
+	UpdatedAt *string `json:"updated_at"`
+}
+
+func stampPtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := FormatStamp(*t)
+	return &s
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func (s *Service) view(ctx context.Context, g *gorm.DB, id string) (*View, error) {
+	var l models.Lease
+	if err := g.WithContext(ctx).Where("id = ?", id).Take(&l).Error; err != nil {
+		return nil, err
+	}
+	vs, err := s.views(ctx, g, []models.Lease{l})
+	if err != nil {
+		return nil, err
+	}
+	return vs[0], nil
+}
+
+// views renders leases with a constant number of queries (one per table
+// and one per plugin), whatever the number of leases.
+func (s *Service) views(ctx context.Context, g *gorm.DB, ls []models.Lease) ([]*View, error) {
+	out := make([]*View, len(ls))
+	if len(ls) == 0 {
+		return out, nil
+	}
+	ids := make([]string, len(ls))
+	byID := map[string]*View{}
+	for i, l := range ls {
+		ids[i] = l.ID
+		v := &View{
+			ID: l.ID, Name: l.Name, UserID: l.UserID, ProjectID: l.ProjectID,
+			StartDate: FormatDate(l.StartDate), EndDate: FormatDate(l.EndDate),
+			TrustID: strPtr(l.TrustID), Status: l.Status, Degraded: l.Degraded,
+			CreatedAt: FormatStamp(l.CreatedAt), UpdatedAt: stampPtr(l.UpdatedAt),
+			Reservations: []Reservation{}, Events: []EventView{},
+		}
+		out[i], byID[l.ID] = v, v
+	}
+	var ress []*models.Reservation
+	var evs []models.Event
+	// Chunk the IN lists to stay under SQLite's variable limit.
+	for from := 0; from < len(ids); from += 500 {
+		chunk := ids[from:min(from+500, len(ids))]
+		var r []*models.Reservation
+		if err := g.WithContext(ctx).Where("lease_id IN ?", chunk).Order("created_at, id").Find(&r).Error; err != nil {
+			return nil, err
+		}
+		ress = append(ress, r...)
+		var e []models.Event
+		if err := g.WithContext(ctx).Where("lease_id IN ?", chunk).Order("time, created_at, id").Find(&e).Error; err != nil {
+			return nil, err
+		}
+		evs = append(evs, e...)
+	}
+	byType := map[string][]*models.Reservation{}
+	for _, r := range ress {
+		byType[r.ResourceType] = append(byType[r.ResourceType], r)
+	}
+	extra := map[string]map[string]any{}
+	for rt, rs := range byType {
+		p, ok := s.plugins[rt]
+		if !ok {
+			continue
+		}
+		for from := 0; from < len(rs); from += 500 {
+			m, err := p.Describe(ctx, g, rs[from:min(from+500, len(rs))])
+			if err != nil {
+				return nil, err
+			}
+			for k, v := range m {
+				extra[k] = v
+			}
+		}
+	}
+	for _, r := range ress {
+		m := Reservation{
+			"id": r.ID, "lease_id": r.LeaseID, "resource_id": r.ResourceID, "resource_type": r.ResourceType,
+			"status": r.Status, "missing_resources": r.MissingResources, "resources_changed": r.ResourcesChanged,
+			"created_at": FormatStamp(r.CreatedAt), "updated_at": stampPtr(r.UpdatedAt),
+		}
+		for k, v := range extra[r.ID] {
+			m[k] = v
+		}
+		byID[r.LeaseID].Reservations = append(byID[r.LeaseID].Reservations, m)
+	}
+	for _, e := range evs {
+		byID[e.LeaseID].Events = append(byID[e.LeaseID].Events, EventView{
+			ID: e.ID, LeaseID: e.LeaseID, EventType: e.EventType, Time: FormatDate(e.Time),
+			Status: e.Status, CreatedAt: FormatStamp(e.CreatedAt), UpdatedAt: stampPtr(e.UpdatedAt),
+		})
+	}
+	return out, nil
+}
+

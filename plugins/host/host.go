@@ -1,0 +1,613 @@
+// Package host is the physical:host plugin: whole-host reservations with
+// min/max counts, hypervisor_properties and resource_properties
+// (pkg/hostquery), before_end actions and a cleaning-time margin. Every
+// host choice goes through pkg/allocator.ChooseHosts.
+//
+// # No double booking
+//
+// Hosts are chosen from an in-memory view (the reservable hosts and their
+// booked windows, see index.go), so the hot path runs no per-host query.
+// The view may be stale (another process booked a host, or our own
+// uncommitted transaction rolled back), so inside the write transaction
+// the plugin then
+//
+//  1. locks the chosen hosts: it upserts their rows in
+//     blazar_resource_locks in sorted order (an exclusive row lock held
+//     until commit on MySQL/MariaDB; on SQLite the write transaction —
+//     BEGIN IMMEDIATE, our DSN's _txlock=immediate — already serialises
+//     writers);
+//  2. re-checks, with one indexed query on computehost_allocations
+//     (compute_host_id, end_date, start_date), that none of exactly those
+//     hosts has an overlapping booking (cleaning time included). The lease
+//     service runs MySQL write transactions at READ COMMITTED, so this read
+//     sees every booking committed by whoever held the lock before us;
+//  3. on a conflict it refreshes the view for those hosts and returns
+//     plugins.ErrRetry: the lease service rolls back and runs the whole
+//     request again, a bounded number of times.
+//
+// Two transactions booking overlapping host sets serialise on the lock
+// rows of the shared hosts; whoever commits second sees the first one's
+// allocations in step 2. Freeing hosts (delete, shortening) takes no lock.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/allocator"
+	"github.com/leasehold/leasehold/pkg/hostquery"
+	"github.com/leasehold/leasehold/plugins"
+)
+
+// ResourceType is the Blazar resource type of this plugin.
+const ResourceType = "physical:host"
+
+// Host is a reservable host as the plugin sees it.
+type Host struct {
+	ID   string
+	Name string
+	// Lookup returns a host field or extra capability by name
+	// (vcpus, memory_mb, hypervisor_hostname, gpu, …).
+	Lookup func(key string) (string, bool)
+}
+
+// Source lists the reservable hosts (pkg/blazar/hosts in production).
+type Source interface {
+	Reservable(ctx context.Context) ([]Host, error)
+}
+
+// PrivacySource optionally tells which extra-capability names are private
+// (blazar host property set --private): non-admin callers may not use them
+// in their requirements.
+type PrivacySource interface {
+	PrivateProperties(ctx context.Context) (map[string]bool, error)
+}
+
+// Actions are the compute side effects of a host reservation (Nova
+// aggregates and the freepool, or the standalone driver). nil means the
+// reservation only books hosts in the database.
+type Actions interface {
+	Start(ctx context.Context, reservationID, projectID string, hostIDs []string) error
+	End(ctx context.Context, reservationID string, hostIDs []string) error
+	Snapshot(ctx context.Context, reservationID string, hostIDs []string) error
+}
+
+// Config tunes the plugin.
+type Config struct {
+	// Cleaning is kept free before and after every reservation.
+	Cleaning time.Duration
+	// DefaultBeforeEnd is the action of before_end "default" ("" or
+	// "snapshot").
+	DefaultBeforeEnd string
+	// HostTTL is how long the host list of the view is trusted (0: ask
+	// the Source on every choice; a Source returning the very same slice
+	// when nothing changed makes that cheap); AllocTTL how long the
+	// bookings are trusted before a full reload (default 30s). A refusal
+	// for lack of hosts always reloads first.
+	HostTTL, AllocTTL time.Duration
+	// Rules are the allocator's tag rules (failure domains); may be nil.
+	Rules *allocator.TagRules
+}
+
+// Plugin implements plugins.Plugin for physical:host.
+type Plugin struct {
+	src     Source
+	db      *gorm.DB
+	actions Actions
+	cfg     Config
+	now     func() time.Time
+
+	idx    index
+	loadMu sync.Mutex
+}
+
+// New returns the plugin. g is the database handle used for view reloads
+// (outside the request transaction).
+func New(src Source, g *gorm.DB, actions Actions, cfg Config, now func() time.Time) *Plugin {
+	if cfg.AllocTTL <= 0 {
+		cfg.AllocTTL = 30 * time.Second
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Plugin{src: src, db: g, actions: actions, cfg: cfg, now: now}
+}
+
+// ResourceType implements plugins.Plugin.
+func (p *Plugin) ResourceType() string { return ResourceType }
+
+// params are a reservation's parsed parameters.
+type params struct {
+	min, max          int
+	hyper, resource   string
+	beforeEnd         string
+	hyperQ, resourceQ *hostquery.Query
+}
+
+func parseQuery(s string) (*hostquery.Query, error) {
+	q, err := hostquery.Parse(s)
+	if err != nil {
+		return nil, plugins.BadRequest("%s", err.Error())
+	}
+	return q, nil
+}
+
+// Validate implements plugins.Plugin.
+func (p *Plugin) Validate(v plugins.Values, lease plugins.Lease) (plugins.Values, error) {
+	out := plugins.Values{}
+	for _, k := range []string{"min", "max"} {
+		n, ok, err := v.Int(k)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, plugins.MissingParameter(k)
+		}
+		out[k] = n
+	}
+	for _, k := range []string{"hypervisor_properties", "resource_properties"} {
+		s, ok, err := v.String(k)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, plugins.MissingParameter(k)
+		}
+		out[k] = s
+	}
+	be := "default"
+	if s, ok, err := v.String("before_end"); err != nil {
+		return nil, err
+	} else if ok {
+		be = s
+	}
+	out["before_end"] = be
+	if _, err := p.params(out, nil); err != nil {
+		return nil, err
+	}
+	if err := p.checkPrivacy(out, lease); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// params parses v over the stored parameters cur (nil for a new
+// reservation) and checks them.
+func (p *Plugin) params(v plugins.Values, cur *models.ComputeHostReservation) (params, error) {
+	var ps params
+	if cur != nil {
+		lo, hi, _ := strings.Cut(cur.CountRange, "-")
+		ps.min, _ = strconv.Atoi(lo)
+		ps.max, _ = strconv.Atoi(hi)
+		ps.hyper, ps.resource, ps.beforeEnd = cur.HypervisorProperties, cur.ResourceProperties, cur.BeforeEnd
+	}
+	var err error
+	if n, ok, e := v.Int("min"); e != nil {
+		return ps, e
+	} else if ok {
+		ps.min = n
+	}
+	if n, ok, e := v.Int("max"); e != nil {
+		return ps, e
+	} else if ok {
+		ps.max = n
+	}
+	if s, ok, e := v.String("hypervisor_properties"); e != nil {
+		return ps, e
+	} else if ok {
+		ps.hyper = s
+	}
+	if s, ok, e := v.String("resource_properties"); e != nil {
+		return ps, e
+	} else if ok {
+		ps.resource = s
+	}
+	if s, ok, e := v.String("before_end"); e != nil {
+		return ps, e
+	} else if ok {
+		ps.beforeEnd = s
+	}
+	if ps.min < 1 || ps.max < 1 {
+		return ps, plugins.BadRequest("Invalid values for min/max of hosts. min and max must be at least 1.")
+	}
+	if ps.max < ps.min {
+		return ps, plugins.BadRequest("Invalid values for min/max of hosts. Max must be equal to or larger than min.")
+	}
+	switch ps.beforeEnd {
+	case "", "default", "snapshot":
+	default:
+		return ps, plugins.BadRequest("Invalid before_end parameter %q: want \"\", \"default\" or \"snapshot\".", ps.beforeEnd)
+	}
+	if ps.hyperQ, err = parseQuery(ps.hyper); err != nil {
+		return ps, err
+	}
+	if ps.resourceQ, err = parseQuery(ps.resource); err != nil {
+		return ps, err
+	}
+	return ps, nil
+}
+
+func (p *Plugin) checkPrivacy(v plugins.Values, lease plugins.Lease) error {
+	ps, ok := p.src.(PrivacySource)
+	if !ok || lease.Admin {
+		return nil
+	}
+	s, _, _ := v.String("resource_properties")
+	q, err := hostquery.Parse(s)
+	if err != nil || q.Empty() {
+		return nil
+	}
+	private, err := ps.PrivateProperties(context.Background())
+	if err != nil {
+		return err
+	}
+	for _, k := range q.Keys() {
+		if private[k] {
+			return plugins.Errorf(http.StatusForbidden, "Property %s is private; only an admin may reserve by it.", k)
+		}
+	}
+	return nil
+}
+
+// match builds the allocator's property check.
+func (ps params) match(info func(id string) *Host) func(*allocator.Host) (bool, string) {
+	if ps.hyperQ.Empty() && ps.resourceQ.Empty() {
+		return nil
+	}
+	return func(h *allocator.Host) (bool, string) {
+		hi := info(h.ID)
+		if hi == nil || hi.Lookup == nil {
+			return false, "unknown host"
+		}
+		if ok, why := ps.hyperQ.Match(hi.Lookup); !ok {
+			return false, why
+		}
+		return ps.resourceQ.Match(hi.Lookup)
+	}
+}
+
+// ensureView loads or refreshes the view when it is missing or old.
+func (p *Plugin) ensureView(ctx context.Context, force bool) error {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	now := p.now()
+	p.idx.mu.RLock()
+	loaded, hostsAt, allocsAt := p.idx.loaded, p.idx.hostsAt, p.idx.allocsAt
+	p.idx.mu.RUnlock()
+	switch {
+	case !loaded || now.Sub(allocsAt) > p.cfg.AllocTTL || (force && now.Sub(allocsAt) > 100*time.Millisecond):
+		return p.idx.reload(ctx, p.src, p.db, now)
+	case now.Sub(hostsAt) >= p.cfg.HostTTL:
+		return p.idx.reloadHosts(ctx, p.src, p.db, now)
+	}
+	return nil
+}
+
+// Refresh reloads the whole view (hosts registered, deleted or changed).
+func (p *Plugin) Refresh(ctx context.Context) error {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
+	return p.idx.reload(ctx, p.src, p.db, p.now())
+}
+
+// choose runs the allocator on the view. exclude leaves out one
+// reservation's bookings; keep restricts the candidates.
+func (p *Plugin) choose(ctx context.Context, ps params, win allocator.Interval, min, max int, exclude string, keep func(string) bool) (allocator.HostDecision, error) {
+	run := func() (allocator.HostDecision, error) {
+		var dec allocator.HostDecision
+		var err error
+		p.idx.view(exclude, keep, func(hosts []allocator.Host, info func(string) *Host) {
+			dec, err = allocator.ChooseHosts(p.cfg.Rules, hosts, allocator.HostRequest{
+				Window: win, Cleaning: p.cfg.Cleaning, Min: min, Max: max, Match: ps.match(info),
+			})
+		})
+		return dec, err
+	}
+	if err := p.ensureView(ctx, false); err != nil {
+		return allocator.HostDecision{}, err
+	}
+	dec, err := run()
+	var ne *allocator.NotEnoughHostsError
+	if errors.As(err, &ne) {
+		// The view may miss hosts registered or freed elsewhere.
+		if err := p.ensureView(ctx, true); err != nil {
+			return dec, err
+		}
+		dec, err = run()
+	}
+	return dec, err
+}
+
+// notEnough maps the allocator's refusal to Blazar's error (409 here;
+// upstream gives 500), keeping the explanation.
+func notEnough(err error) error {
+	var ne *allocator.NotEnoughHostsError
+	if errors.As(err, &ne) {
+		return plugins.Conflict("%s", ne.Error())
+	}
+	if errors.Is(err, allocator.ErrInvalidRequest) {
+		return plugins.BadRequest("%s", err.Error())
+	}
+	return err
+}
+
+// lockAndCheck locks hostIDs and re-checks them for bookings overlapping
+// the window (cleaning included), ignoring reservation exclude.
+func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, hostIDs []string, win allocator.Interval, exclude string) error {
+	if err := plugins.LockResources(tx, ResourceType, hostIDs); err != nil {
+		return err
+	}
+	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
+	var clash []string
+	q := tx.WithContext(ctx).Table("computehost_allocations").
+		Where("compute_host_id IN ? AND end_date > ? AND start_date < ?", hostIDs, lo, hi)
+	if exclude != "" {
+		q = q.Where("reservation_id <> ?", exclude)
+	}
+	if err := q.Distinct().Pluck("compute_host_id", &clash).Error; err != nil {
+		return err
+	}
+	if len(clash) == 0 {
+		return nil
+	}
+	// The view was stale for these hosts: refresh them and retry.
+	rows, err := loadAllocs(ctx, tx.DB, clash)
+	if err != nil {
+		return err
+	}
+	p.idx.replaceHosts(clash, rows)
+	return plugins.ErrRetry
+}
+
+func allocRows(resID string, hostIDs []string, win allocator.Interval) []allocRow {
+	rows := make([]allocRow, len(hostIDs))
+	for i, h := range hostIDs {
+		rows[i] = allocRow{ComputeHostID: h, ReservationID: resID, StartDate: win.Start, EndDate: win.End}
+	}
+	return rows
+}
+
+func (p *Plugin) insertAllocs(ctx context.Context, tx *plugins.Tx, resID string, hostIDs []string, win allocator.Interval) error {
+	if len(hostIDs) == 0 {
+		return nil
+	}
+	rows := make([]models.ComputeHostAllocation, len(hostIDs))
+	for i, h := range hostIDs {
+		rows[i] = models.ComputeHostAllocation{
+			ID: uuid.NewString(), ReservationID: resID, ComputeHostID: h,
+			StartDate: win.Start, EndDate: win.End, CreatedAt: tx.Now,
+		}
+	}
+	return tx.WithContext(ctx).Create(&rows).Error
+}
+
+// Reserve implements plugins.Plugin.
+func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation, v plugins.Values) (string, error) {
+	ps, err := p.params(v, nil)
+	if err != nil {
+		return "", err
+	}
+	win := allocator.Interval{Start: lease.Start, End: lease.End}
+	dec, err := p.choose(ctx, ps, win, ps.min, ps.max, "", nil)
+	if err != nil {
+		return "", notEnough(err)
+	}
+	if err := p.lockAndCheck(ctx, tx, dec.Chosen, win, ""); err != nil {
+		return "", err
+	}
+	hr := models.ComputeHostReservation{
+		ID: uuid.NewString(), ReservationID: res.ID,
+		CountRange:           fmt.Sprintf("%d-%d", ps.min, ps.max),
+		HypervisorProperties: ps.hyper, ResourceProperties: ps.resource,
+		BeforeEnd: ps.beforeEnd, CreatedAt: tx.Now,
+	}
+	if err := tx.WithContext(ctx).Create(&hr).Error; err != nil {
+		return "", err
+	}
+	if err := p.insertAllocs(ctx, tx, res.ID, dec.Chosen, win); err != nil {
+		return "", err
+	}
+	rows := allocRows(res.ID, dec.Chosen, win)
+	tx.AfterCommit(func() { p.idx.setReservation(res.ID, nil, rows) })
+	return hr.ID, nil
+}
+
+func (p *Plugin) load(ctx context.Context, tx *plugins.Tx, resID string) (*models.ComputeHostReservation, []string, error) {
+	var hr models.ComputeHostReservation
+	if err := tx.WithContext(ctx).Where("reservation_id = ?", resID).Take(&hr).Error; err != nil {
+		return nil, nil, fmt.Errorf("physical:host reservation %s: %w", resID, err)
+	}
+	var hostIDs []string
+	if err := tx.WithContext(ctx).Model(&models.ComputeHostAllocation{}).
+		Where("reservation_id = ?", resID).Order("compute_host_id").Pluck("compute_host_id", &hostIDs).Error; err != nil {
+		return nil, nil, err
+	}
+	return &hr, hostIDs, nil
+}
+
+// Update implements plugins.Plugin, with upstream's rules: a pure
+// shortening keeps every host; otherwise a host is kept while it still
+// matches and is free over the new window, extra hosts are searched up to
+// max, and an active reservation may not lose a host.
+func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.Lease, res *models.Reservation, v plugins.Values) error {
+	hr, held, err := p.load(ctx, tx, res.ID)
+	if err != nil {
+		return err
+	}
+	ps, err := p.params(v, hr)
+	if err != nil {
+		return err
+	}
+	if err := p.checkPrivacy(v, lease); err != nil {
+		return err
+	}
+	win := allocator.Interval{Start: lease.Start, End: lease.End}
+	active := res.Status == "active"
+	paramsChanged := len(v) > 0
+	shrinking := !lease.Start.Before(old.Start) && !lease.End.After(old.End)
+	keep := held
+	var added []string
+	if paramsChanged || !shrinking {
+		if !win.Start.Before(win.End) {
+			return plugins.BadRequest("End date must be later than current and start date")
+		}
+		heldSet := map[string]bool{}
+		for _, h := range held {
+			heldSet[h] = true
+		}
+		keep = nil
+		if len(held) > 0 {
+			dec, err := p.choose(ctx, ps, win, 0, min(ps.max, len(held)), res.ID, func(id string) bool { return heldSet[id] })
+			if err != nil {
+				return notEnough(err)
+			}
+			keep = dec.Chosen
+		}
+		if active && len(keep) < len(held) {
+			return plugins.Conflict("Not enough hosts available: %d of the %d hosts of active reservation %s cannot be kept (busy in the new window, no longer matching, or above max %d)",
+				len(held)-len(keep), len(held), res.ID, ps.max)
+		}
+		if len(keep) < ps.max {
+			need := max(ps.min-len(keep), 0)
+			dec, err := p.choose(ctx, ps, win, need, ps.max-len(keep), res.ID, func(id string) bool { return !heldSet[id] })
+			if err != nil {
+				var ne *allocator.NotEnoughHostsError
+				if errors.As(err, &ne) {
+					return plugins.Conflict("Not enough hosts available: %d kept, %s", len(keep), strings.TrimPrefix(ne.Error(), "Not enough hosts available: "))
+				}
+				return notEnough(err)
+			}
+			added = dec.Chosen
+		}
+		all := append(slices.Clone(keep), added...)
+		if err := p.lockAndCheck(ctx, tx, all, win, res.ID); err != nil {
+			return err
+		}
+	}
+	updates := map[string]any{
+		"count_range":           fmt.Sprintf("%d-%d", ps.min, ps.max),
+		"hypervisor_properties": ps.hyper,
+		"resource_properties":   ps.resource,
+		"updated_at":            tx.Now,
+	}
+	if err := tx.WithContext(ctx).Model(&models.ComputeHostReservation{}).Where("id = ?", hr.ID).Updates(updates).Error; err != nil {
+		return err
+	}
+	if err := tx.WithContext(ctx).Where("reservation_id = ?", res.ID).Delete(&models.ComputeHostAllocation{}).Error; err != nil {
+		return err
+	}
+	final := append(slices.Clone(keep), added...)
+	if err := p.insertAllocs(ctx, tx, res.ID, final, win); err != nil {
+		return err
+	}
+	if active && len(added) > 0 && p.actions != nil {
+		if err := p.actions.Start(ctx, res.ID, lease.ProjectID, added); err != nil {
+			return err
+		}
+	}
+	rows := allocRows(res.ID, final, win)
+	tx.AfterCommit(func() { p.idx.setReservation(res.ID, held, rows) })
+	return nil
+}
+
+// OnStart implements plugins.Plugin.
+func (p *Plugin) OnStart(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation) error {
+	_, held, err := p.load(ctx, tx, res.ID)
+	if err != nil {
+		return err
+	}
+	if p.actions != nil {
+		return p.actions.Start(ctx, res.ID, lease.ProjectID, held)
+	}
+	return nil
+}
+
+// OnEnd implements plugins.Plugin: the hosts go back, the allocations
+// are deleted (as upstream does at the end of a lease).
+func (p *Plugin) OnEnd(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation) error {
+	_, held, err := p.load(ctx, tx, res.ID)
+	if err != nil {
+		return err
+	}
+	if p.actions != nil && res.Status == "active" {
+		if err := p.actions.End(ctx, res.ID, held); err != nil {
+			return err
+		}
+	}
+	if err := tx.WithContext(ctx).Where("reservation_id = ?", res.ID).Delete(&models.ComputeHostAllocation{}).Error; err != nil {
+		return err
+	}
+	tx.AfterCommit(func() { p.idx.setReservation(res.ID, held, nil) })
+	return nil
+}
+
+// BeforeEnd implements plugins.Plugin.
+func (p *Plugin) BeforeEnd(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation) error {
+	hr, held, err := p.load(ctx, tx, res.ID)
+	if err != nil {
+		return err
+	}
+	action := hr.BeforeEnd
+	if action == "default" {
+		action = p.cfg.DefaultBeforeEnd
+	}
+	if action == "snapshot" && p.actions != nil {
+		return p.actions.Snapshot(ctx, res.ID, held)
+	}
+	return nil
+}
+
+// Delete implements plugins.Plugin.
+func (p *Plugin) Delete(ctx context.Context, tx *plugins.Tx, res *models.Reservation) error {
+	var held []string
+	if err := tx.WithContext(ctx).Model(&models.ComputeHostAllocation{}).
+		Where("reservation_id = ?", res.ID).Pluck("compute_host_id", &held).Error; err != nil {
+		return err
+	}
+	if err := tx.WithContext(ctx).Where("reservation_id = ?", res.ID).Delete(&models.ComputeHostAllocation{}).Error; err != nil {
+		return err
+	}
+	if err := tx.WithContext(ctx).Where("reservation_id = ?", res.ID).Delete(&models.ComputeHostReservation{}).Error; err != nil {
+		return err
+	}
+	tx.AfterCommit(func() { p.idx.setReservation(res.ID, held, nil) })
+	return nil
+}
+
+// Describe implements plugins.Plugin.
+func (p *Plugin) Describe(ctx context.Context, g *gorm.DB, res []*models.Reservation) (map[string]map[string]any, error) {
+	ids := make([]string, len(res))
+	for i, r := range res {
+		ids[i] = r.ID
+	}
+	var rows []models.ComputeHostReservation
+	if err := g.WithContext(ctx).Where("reservation_id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[string]any, len(rows))
+	for _, hr := range rows {
+		lo, hi, _ := strings.Cut(hr.CountRange, "-")
+		mn, _ := strconv.Atoi(lo)
+		mx, _ := strconv.Atoi(hi)
+		out[hr.ReservationID] = map[string]any{
+			"min": mn, "max": mx,
+			"hypervisor_properties": hr.HypervisorProperties,
+			"resource_properties":   hr.ResourceProperties,
+			"before_end":            hr.BeforeEnd,
+		}
+	}
+	return out, nil
+}
+
+var _ plugins.Plugin = (*Plugin)(nil)

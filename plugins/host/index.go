@@ -1,0 +1,206 @@
+package host
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/pkg/allocator"
+)
+
+// index is the in-memory view the allocator chooses from: the reservable
+// hosts with, per host, the windows already booked. It is only a view:
+// every booking is re-checked under a lock in the write transaction (see
+// the package documentation), so a stale index costs a retry, never a
+// double booking.
+type index struct {
+	mu     sync.RWMutex
+	hosts  []allocator.Host // Busy filled from the allocations
+	resOf  [][]string       // resOf[i][k] is the reservation of hosts[i].Busy[k]
+	infos  []Host
+	pos    map[string]int
+	loaded bool
+	// hostsAt and allocsAt are when hosts and allocations were last
+	// loaded in full.
+	hostsAt, allocsAt time.Time
+}
+
+type allocRow struct {
+	ComputeHostID string
+	ReservationID string
+	StartDate     time.Time
+	EndDate       time.Time
+}
+
+func loadAllocs(ctx context.Context, g *gorm.DB, hostIDs []string) ([]allocRow, error) {
+	var rows []allocRow
+	q := g.WithContext(ctx).Table("computehost_allocations").
+		Select("compute_host_id, reservation_id, start_date, end_date")
+	if hostIDs != nil {
+		q = q.Where("compute_host_id IN ?", hostIDs)
+	}
+	err := q.Scan(&rows).Error
+	return rows, err
+}
+
+// reload replaces the whole view: hosts from src, allocations from g.
+func (x *index) reload(ctx context.Context, src Source, g *gorm.DB, now time.Time) error {
+	infos, err := src.Reservable(ctx)
+	if err != nil {
+		return err
+	}
+	rows, err := loadAllocs(ctx, g, nil)
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.setHostsLocked(infos)
+	for i := range x.hosts {
+		x.hosts[i].Busy = nil
+		x.resOf[i] = nil
+	}
+	x.addRowsLocked(rows)
+	x.loaded = true
+	x.hostsAt, x.allocsAt = now, now
+	return nil
+}
+
+// reloadHosts refreshes the host list, keeping the known bookings and
+// loading those of hosts new to the view.
+func (x *index) reloadHosts(ctx context.Context, src Source, g *gorm.DB, now time.Time) error {
+	infos, err := src.Reservable(ctx)
+	if err != nil {
+		return err
+	}
+	x.mu.RLock()
+	same := len(infos) == len(x.infos) && (len(infos) == 0 || &infos[0] == &x.infos[0])
+	x.mu.RUnlock()
+	if same {
+		// The source returned its cached list: nothing changed.
+		return nil
+	}
+	x.mu.RLock()
+	var fresh []string
+	for _, h := range infos {
+		if _, ok := x.pos[h.ID]; !ok {
+			fresh = append(fresh, h.ID)
+		}
+	}
+	x.mu.RUnlock()
+	var rows []allocRow
+	if len(fresh) > 0 {
+		if rows, err = loadAllocs(ctx, g, fresh); err != nil {
+			return err
+		}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	oldHosts, oldRes, oldPos := x.hosts, x.resOf, x.pos
+	x.setHostsLocked(infos)
+	for i := range x.hosts {
+		if j, ok := oldPos[x.hosts[i].ID]; ok {
+			x.hosts[i].Busy, x.resOf[i] = oldHosts[j].Busy, oldRes[j]
+		}
+	}
+	x.addRowsLocked(rows)
+	x.hostsAt = now
+	return nil
+}
+
+func (x *index) setHostsLocked(infos []Host) {
+	x.infos = infos
+	x.hosts = make([]allocator.Host, len(infos))
+	x.resOf = make([][]string, len(infos))
+	x.pos = make(map[string]int, len(infos))
+	for i, h := range infos {
+		x.hosts[i] = allocator.Host{ID: h.ID, Name: h.Name}
+		x.pos[h.ID] = i
+	}
+}
+
+func (x *index) addRowsLocked(rows []allocRow) {
+	for _, r := range rows {
+		i, ok := x.pos[r.ComputeHostID]
+		if !ok {
+			continue
+		}
+		x.hosts[i].Busy = append(x.hosts[i].Busy, allocator.Interval{Start: r.StartDate.UTC(), End: r.EndDate.UTC()})
+		x.resOf[i] = append(x.resOf[i], r.ReservationID)
+	}
+}
+
+// replaceHosts sets the bookings of hostIDs to rows (after a conflict
+// showed the view was stale for them).
+func (x *index) replaceHosts(hostIDs []string, rows []allocRow) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, id := range hostIDs {
+		if i, ok := x.pos[id]; ok {
+			x.hosts[i].Busy, x.resOf[i] = nil, nil
+		}
+	}
+	x.addRowsLocked(rows)
+}
+
+// setReservation makes the view hold exactly the bookings rows of
+// reservation resID (after a commit); oldHostIDs are the hosts that held
+// its previous bookings. rows may be empty (deleted).
+func (x *index) setReservation(resID string, oldHostIDs []string, rows []allocRow) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, id := range oldHostIDs {
+		i, ok := x.pos[id]
+		if !ok || !slices.Contains(x.resOf[i], resID) {
+			continue
+		}
+		busy := make([]allocator.Interval, 0, len(x.resOf[i]))
+		res := make([]string, 0, len(x.resOf[i]))
+		for k, r := range x.resOf[i] {
+			if r != resID {
+				busy = append(busy, x.hosts[i].Busy[k])
+				res = append(res, r)
+			}
+		}
+		x.hosts[i].Busy, x.resOf[i] = busy, res
+	}
+	x.addRowsLocked(rows)
+}
+
+// view runs fn with the hosts under the read lock. When exclude is not
+// empty, the bookings of that reservation are left out, and only hosts
+// whose id keep allows are passed (nil keeps all).
+func (x *index) view(exclude string, keep func(id string) bool, fn func(hosts []allocator.Host, info func(id string) *Host)) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	info := func(id string) *Host {
+		if i, ok := x.pos[id]; ok {
+			return &x.infos[i]
+		}
+		return nil
+	}
+	if exclude == "" && keep == nil {
+		fn(x.hosts, info)
+		return
+	}
+	hosts := make([]allocator.Host, 0, len(x.hosts))
+	for i, h := range x.hosts {
+		if keep != nil && !keep(h.ID) {
+			continue
+		}
+		if exclude != "" && slices.Contains(x.resOf[i], exclude) {
+			busy := make([]allocator.Interval, 0, len(h.Busy))
+			for k, r := range x.resOf[i] {
+				if r != exclude {
+					busy = append(busy, h.Busy[k])
+				}
+			}
+			h.Busy = busy
+		}
+		hosts = append(hosts, h)
+	}
+	fn(hosts, info)
+}

@@ -1,0 +1,151 @@
+// Package plugins defines the one interface every Blazar resource type
+// implements (physical:host in plugins/host, virtual:floatingip in
+// plugins/floatingip; virtual:instance slots in later), and the helpers
+// they share: the transaction handle, the error type with Blazar's HTTP
+// status, parameter parsing and resource locks.
+//
+// The lease service (pkg/blazar/leases) owns the transaction: every plugin
+// call of one API request or one lease event runs inside the same database
+// transaction, so a failure leaves nothing behind.
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/db"
+)
+
+// Lease is what a plugin sees of the lease it serves.
+type Lease struct {
+	ID        string
+	ProjectID string
+	UserID    string
+	Start     time.Time
+	End       time.Time
+	Status    string
+	// Admin is true when the caller acting on the lease is an admin
+	// (property privacy); events run as admin.
+	Admin bool
+}
+
+// Started reports whether the lease has started at now.
+func (l Lease) Started(now time.Time) bool { return !now.Before(l.Start) }
+
+// Values are a reservation's request values as decoded from JSON
+// (numbers are json.Number).
+type Values map[string]any
+
+// Plugin is one reservable resource type.
+type Plugin interface {
+	// ResourceType is the Blazar resource_type this plugin serves.
+	ResourceType() string
+	// Validate checks the values of a new reservation before anything is
+	// written and returns them normalised. Errors are *Error (4xx).
+	Validate(v Values, lease Lease) (Values, error)
+	// Reserve books the resources of a new reservation (res is already
+	// inserted) and returns the id of the plugin row (resource_id).
+	Reserve(ctx context.Context, tx *Tx, lease Lease, res *models.Reservation, v Values) (string, error)
+	// Update applies new lease dates (old → lease) and the reservation's
+	// new values (v may be empty: only the dates changed).
+	Update(ctx context.Context, tx *Tx, old, lease Lease, res *models.Reservation, v Values) error
+	// OnStart, OnEnd and BeforeEnd are the lease event actions.
+	OnStart(ctx context.Context, tx *Tx, lease Lease, res *models.Reservation) error
+	OnEnd(ctx context.Context, tx *Tx, lease Lease, res *models.Reservation) error
+	BeforeEnd(ctx context.Context, tx *Tx, lease Lease, res *models.Reservation) error
+	// Delete removes the plugin rows and allocations of a reservation.
+	Delete(ctx context.Context, tx *Tx, res *models.Reservation) error
+	// Describe returns the plugin fields merged into each reservation's
+	// JSON, keyed by reservation id, in one query for all of them.
+	Describe(ctx context.Context, tx *gorm.DB, res []*models.Reservation) (map[string]map[string]any, error)
+}
+
+// Tx is the transaction a plugin call runs in.
+type Tx struct {
+	*gorm.DB
+	Dialect     db.Dialect
+	Now         time.Time
+	afterCommit []func()
+}
+
+// NewTx wraps an open transaction.
+func NewTx(g *gorm.DB, dialect db.Dialect, now time.Time) *Tx {
+	return &Tx{DB: g, Dialect: dialect, Now: now}
+}
+
+// AfterCommit registers f to run once the transaction has committed
+// (cache updates); it is dropped on rollback.
+func (t *Tx) AfterCommit(f func()) { t.afterCommit = append(t.afterCommit, f) }
+
+// Committed runs the AfterCommit functions.
+func (t *Tx) Committed() {
+	for _, f := range t.afterCommit {
+		f()
+	}
+	t.afterCommit = nil
+}
+
+// ErrRetry tells the lease service that the transaction saw a conflict
+// with a concurrent writer (a stale view of the allocations): it must roll
+// back and run the whole request again.
+var ErrRetry = errors.New("concurrent booking conflict, retry")
+
+// LockResources serialises every transaction that books one of ids: it
+// upserts a row per resource in blazar_resource_locks (bumping its
+// version), in sorted order so two transactions never deadlock on each
+// other's locks. On MySQL the row locks are held until commit; a SQLite
+// write transaction already holds the database write lock.
+func LockResources(tx *Tx, resourceType string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	rows := make([]models.ResourceLock, len(ids))
+	for i, id := range ids {
+		rows[i] = models.ResourceLock{ResourceType: resourceType, ResourceID: id, Version: 1}
+	}
+	return tx.Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "resource_type"}, {Name: "resource_id"}},
+		DoUpdates: clause.Assignments(map[string]any{"version": gorm.Expr("version + 1")}),
+	}).Create(&rows).Error
+}
+
+// Error is a Blazar API error raised by a plugin or the lease service.
+type Error struct {
+	Status int
+	Msg    string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// HTTPStatus implements handlers/blazar.StatusError.
+func (e *Error) HTTPStatus() int { return e.Status }
+
+// Errorf returns an *Error with status.
+func Errorf(status int, format string, args ...any) *Error {
+	return &Error{Status: status, Msg: fmt.Sprintf(format, args...)}
+}
+
+// BadRequest is a 400.
+func BadRequest(format string, args ...any) *Error {
+	return Errorf(http.StatusBadRequest, format, args...)
+}
+
+// Conflict is a 409.
+func Conflict(format string, args ...any) *Error { return Errorf(http.StatusConflict, format, args...) }
+
+// MissingParameter is Blazar's MissingParameter (400).
+func MissingParameter(p string) *Error { return BadRequest("Missing parameter %s", p) }
+
+// MalformedParameter is Blazar's MalformedParameter (400).
+func MalformedParameter(p string) *Error { return BadRequest("Malformed parameter %s", p) }
