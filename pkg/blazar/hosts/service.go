@@ -206,6 +206,9 @@ func New(d *db.DB, drv compute.Driver) *Service {
 	return &Service{db: d, driver: drv, now: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }}
 }
 
+// SetClock replaces the clock stamping created_at/updated_at (tests).
+func (s *Service) SetClock(now func() time.Time) { s.now = now }
+
 // Driver returns the compute driver.
 func (s *Service) Driver() compute.Driver { return s.driver }
 
