@@ -61,6 +61,9 @@ func (v Values) StringList(key string) (out []string, present bool, err error) {
 	if !ok || raw == nil {
 		return nil, ok, nil
 	}
+	if l, ok := raw.([]string); ok {
+		return l, true, nil
+	}
 	list, isList := raw.([]any)
 	if !isList {
 		// The CLI sends required_floatingips=["a","b"] already decoded;

@@ -21,28 +21,23 @@ func RegisterLeases(rt *Router, svc *leases.Service) {
 
 type leaseHandlers struct{ svc *leases.Service }
 
-// leaseRule checks Blazar's default lease policies for the caller's own
-// project: reads need reader (or member), writes member; admin passes.
-// Whether the lease belongs to the caller's project is checked by the
-// service (403 with the same message).
-func leaseRule(r *http.Request, rule string, write bool) (leases.Caller, error) {
-	id := auth.FromContext(r.Context())
-	if id == nil {
-		return leases.Caller{}, leases.Forbidden(rule)
+// leaseRule checks Blazar's lease policy rule (policy.go) for the
+// caller's own project and returns the caller, whose Allowed applies the
+// same rule to the project of the lease a call names.
+func leaseRule(r *http.Request, rule string) (leases.Caller, error) {
+	ctx := r.Context()
+	if err := authorize(ctx, rule, ""); err != nil {
+		return leases.Caller{}, err
 	}
-	c := leases.Caller{UserID: id.UserID, ProjectID: id.ProjectID, Admin: id.IsAdmin()}
-	if c.Admin {
-		return c, nil
-	}
-	ok := id.HasRole("member") || (!write && id.HasRole("reader"))
-	if !ok || id.ProjectID == "" {
-		return c, leases.Forbidden(rule)
-	}
-	return c, nil
+	id := auth.FromContext(ctx)
+	return leases.Caller{
+		UserID: id.UserID, ProjectID: id.ProjectID, Admin: id.IsAdmin(),
+		Allowed: func(project string) error { return authorize(ctx, rule, project) },
+	}, nil
 }
 
 func (h *leaseHandlers) list(w http.ResponseWriter, r *http.Request) error {
-	c, err := leaseRule(r, "blazar:leases:get", false)
+	c, err := leaseRule(r, "blazar:leases:get")
 	if err != nil {
 		return err
 	}
@@ -54,7 +49,7 @@ func (h *leaseHandlers) list(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *leaseHandlers) show(w http.ResponseWriter, r *http.Request) error {
-	c, err := leaseRule(r, "blazar:leases:get", false)
+	c, err := leaseRule(r, "blazar:leases:get")
 	if err != nil {
 		return err
 	}
@@ -66,7 +61,7 @@ func (h *leaseHandlers) show(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *leaseHandlers) create(w http.ResponseWriter, r *http.Request) error {
-	c, err := leaseRule(r, "blazar:leases:post", true)
+	c, err := leaseRule(r, "blazar:leases:post")
 	if err != nil {
 		return err
 	}
@@ -115,7 +110,7 @@ func (h *leaseHandlers) create(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *leaseHandlers) update(w http.ResponseWriter, r *http.Request) error {
-	c, err := leaseRule(r, "blazar:leases:put", true)
+	c, err := leaseRule(r, "blazar:leases:put")
 	if err != nil {
 		return err
 	}
@@ -131,7 +126,7 @@ func (h *leaseHandlers) update(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *leaseHandlers) delete(w http.ResponseWriter, r *http.Request) error {
-	c, err := leaseRule(r, "blazar:leases:delete", true)
+	c, err := leaseRule(r, "blazar:leases:delete")
 	if err != nil {
 		return err
 	}

@@ -142,4 +142,3 @@ func (s *Service) views(ctx context.Context, g *gorm.DB, ls []models.Lease) ([]*
 	}
 	return out, nil
 }
-
