@@ -125,6 +125,7 @@ func (c *Cluster) allocMG(inst *Instance, count int, opts *Options, ded bool, al
 	var msgs []string
 	var sols []GroupSolution
 	groups := c.groupsWithNodes()
+	allGroups := slices.Clone(groups)
 	if allowed != nil {
 		groups = slices.DeleteFunc(groups, func(g int) bool { return !slices.Contains(allowed, g) })
 	}
@@ -182,7 +183,29 @@ func (c *Cluster) allocMG(inst *Instance, count int, opts *Options, ded bool, al
 	})
 	if len(good) == 0 {
 		if len(groups) == 0 {
-			return nil, failf("no groups for evacuation: allowed groups was %v, all groups: %v", allowed, groups)
+			var b strings.Builder
+			b.WriteString("no groups for evacuation: allowed groups was ")
+			if allowed == nil {
+				b.WriteString("Nothing")
+			} else {
+				b.WriteString("Just [")
+				for i, g := range allowed {
+					if i > 0 {
+						b.WriteByte(',')
+					}
+					fmt.Fprint(&b, g)
+				}
+				b.WriteString("]")
+			}
+			b.WriteString(", all groups: [")
+			for i, g := range allGroups {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(c.Groups[g].haskellShow())
+			}
+			b.WriteString("]")
+			return nil, failf("%s", b.String())
 		}
 		return nil, failf("%s", strings.Join(msgs, ", "))
 	}

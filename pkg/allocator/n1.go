@@ -92,6 +92,12 @@ func (c *Cluster) placedState(sc scope, pl *Placement) (*state, bool) {
 	s := newState(c, sc, pl.stats)
 	idx, overwrote := s.addInst(pl.Inst)
 	inst := *s.inst(idx)
+	if pl.Inst.Idx >= 0 {
+		// An existing instance (group change): as in htools, the node
+		// lists keep its old index, which still names the old placement.
+		inst.Idx = pl.Inst.Idx
+		overwrote = true
+	}
 	np := pl.NewP
 	np.commitPri(&inst)
 	s.nodes[pl.P] = np
@@ -104,7 +110,11 @@ func (c *Cluster) placedState(sc scope, pl *Placement) (*state, bool) {
 }
 
 // failover is applyMoveEx Failover with force (Moves.move).
-func (s *state) failover(idx int) FailMode {
+func (s *state) failover(idx int) FailMode { return s.moveFailover(idx, true) }
+
+// moveFailover is applyMoveEx Failover: the instance's primary and
+// secondary swap.
+func (s *state) moveFailover(idx int, force bool) FailMode {
 	inst := *s.inst(idx)
 	if inst.SNode < 0 {
 		return FailInternal
@@ -115,11 +125,11 @@ func (s *state) failover(idx int) FailMode {
 	}
 	intP := oldP.removePri(&inst)
 	intS := oldS.removeSec(&inst)
-	newP, f := intS.addPri(&inst, true)
+	newP, f := intS.addPri(&inst, oldP.Offline || force)
 	if f != FailNone {
 		return f
 	}
-	newS, f := intP.addSec(&inst, inst.SNode, oldP.Offline, true)
+	newS, f := intP.addSec(&inst, inst.SNode, oldP.Offline, oldP.Offline || force)
 	if f != FailNone {
 		return f
 	}
@@ -128,8 +138,58 @@ func (s *state) failover(idx int) FailMode {
 	newP.commitPri(&moved)
 	newS.commitSec(&moved, moved.PNode)
 	pdx, sdx := inst.PNode, inst.SNode
-	s.setNode(pdx, newS)
 	s.setNode(sdx, newP)
+	s.setNode(pdx, newS)
+	s.setInst(idx, moved)
+	return FailNone
+}
+
+// moveFailoverToAny is applyMoveEx (FailoverToAny t).
+func (s *state) moveFailoverToAny(idx, t int, force bool) FailMode {
+	inst := *s.inst(idx)
+	oldP, tn := s.node(inst.PNode), s.node(t)
+	if f := checkMigration(oldP, tn); f != FailNone {
+		return f
+	}
+	newT, f := tn.addPri(&inst, oldP.Offline || force)
+	if f != FailNone {
+		return f
+	}
+	moved := inst
+	moved.PNode = t
+	newT.commitPri(&moved)
+	s.setNode(inst.PNode, oldP.removePri(&inst))
+	s.setNode(t, newT)
+	s.setInst(idx, moved)
+	return FailNone
+}
+
+// moveReplaceSecondary is applyMoveEx (ReplaceSecondary t).
+func (s *state) moveReplaceSecondary(idx, t int, force bool) FailMode {
+	inst := *s.inst(idx)
+	if inst.SNode < 0 {
+		return FailInternal
+	}
+	pdx, sdx := inst.PNode, inst.SNode
+	oldS, tn, pn := s.node(sdx), s.node(t), s.node(pdx)
+	pn2 := pn.removePri(&inst)
+	intS := oldS.removeSec(&inst)
+	moved := inst
+	moved.LocationScore = countCommon(pn.LocTags, tn.LocTags)
+	moved.SNode = t
+	newS, f := tn.addSec(&moved, pdx, false, oldS.Offline || force)
+	if f != FailNone {
+		return f
+	}
+	pn3, f := pn2.addPri(&moved, true)
+	if f != FailNone {
+		return f
+	}
+	newS.commitSec(&moved, pdx)
+	pn3.commitPri(&moved)
+	s.setNode(sdx, intS)
+	s.setNode(t, newS)
+	s.setNode(pdx, pn3)
 	s.setInst(idx, moved)
 	return FailNone
 }

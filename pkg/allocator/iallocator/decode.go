@@ -218,6 +218,14 @@ func Decode(data []byte, dopts DecodeOptions) (*Request, error) {
 	default:
 		return nil, fmt.Errorf("Invalid request type '%s'", r.Type)
 	}
+	if r.Type != "allocate" && r.Type != "multi-allocate" && r.Type != "allocate-secondary" {
+		// names are resolved while parsing, as in hail
+		if _, err := r.resolve(); err != nil {
+			if r.Type == "change-group" || r.Type == "node-evacuate" || r.Type == "relocate" {
+				return nil, err
+			}
+		}
+	}
 	return r, nil
 }
 

@@ -202,6 +202,9 @@ func runLiveParallel(t *testing.T, cases []diffCase) {
 	}
 	wg.Wait()
 	for _, f := range fails {
+		if len(f) > 3000 && os.Getenv("LEASEHOLD_FULL_DIFF") == "" {
+			f = f[:3000] + "…(truncated; LEASEHOLD_FULL_DIFF=1 shows all)"
+		}
 		t.Error(f)
 	}
 	t.Logf("%d cases compared with hail, %d mismatches", len(cases), len(fails))

@@ -200,6 +200,8 @@ func genCluster(seed uint64) diffCase {
 	}
 	var args []string
 	switch {
+	case len(c.Insts) > 0 && chance(0.3):
+		req = evacRequest(r, c)
 	case chance(0.15):
 		reqs := []ordered{}
 		for k := 0; k < 2+r.IntN(3); k++ {
@@ -209,6 +211,19 @@ func genCluster(seed uint64) diffCase {
 	default:
 		req = newInst("new0")
 	}
+	if req[0].v == "allocate" || req[0].v == "multi-allocate" {
+		req = allocExtras(r, c, req)
+	}
+	if chance(0.25) {
+		args = append(args, "--no-capacity-checks")
+	}
+	return diffCase{name: fmt.Sprintf("random-%04d", seed), data: c.request(req), args: args}
+}
+
+// allocExtras adds group_name and restrict-to-nodes to allocations.
+func allocExtras(r *rand.Rand, c *tCluster, req ordered) ordered {
+	chance := func(p float64) bool { return r.Float64() < p }
+	nGroups, nNodes := len(c.Groups), len(c.Nodes)
 	if chance(0.25) {
 		g := c.Groups[r.IntN(nGroups)]
 		name := g.Name
@@ -217,13 +232,55 @@ func genCluster(seed uint64) diffCase {
 		}
 		req = append(req, kv{"group_name", name})
 	}
-	if chance(0.25) {
-		args = append(args, "--no-capacity-checks")
-	}
 	if chance(0.05) && nNodes > 3 {
 		req = append(req, kv{"restrict-to-nodes", []string{c.Nodes[0].Name, c.Nodes[1].Name, c.Nodes[2].Name}})
 	}
-	return diffCase{name: fmt.Sprintf("random-%04d", seed), data: c.request(req), args: args}
+	return req
+}
+
+// evacRequest makes a node-evacuate, relocate or change-group request.
+func evacRequest(r *rand.Rand, c *tCluster) ordered {
+	in := c.Insts[r.IntN(len(c.Insts))]
+	switch r.IntN(3) {
+	case 0:
+		// evacuate one node: the instances that have it as primary or
+		// secondary, as Ganeti asks
+		node := in.Nodes[r.IntN(len(in.Nodes))]
+		mode := []string{"primary-only", "secondary-only", "all"}[r.IntN(3)]
+		var names []string
+		for _, i := range c.Insts {
+			isP := i.Nodes[0] == node
+			isS := len(i.Nodes) > 1 && i.Nodes[1] == node
+			if (mode == "primary-only" && isP) || (mode == "secondary-only" && isS) || (mode == "all" && (isP || isS)) {
+				names = append(names, i.Name)
+			}
+		}
+		if names == nil {
+			names = []string{in.Name}
+		}
+		return ordered{{"type", "node-evacuate"}, {"instances", names}, {"evac_mode", mode}}
+	case 1:
+		from := in.Nodes[len(in.Nodes)-1]
+		if r.IntN(8) == 0 {
+			from = in.Nodes[0]
+		}
+		return ordered{{"type", "relocate"}, {"name", in.Name}, {"required_nodes", 1}, {"relocate_from", []string{from}}}
+	default:
+		var targets []string
+		for _, g := range c.Groups {
+			if r.IntN(2) == 0 {
+				targets = append(targets, g.UUID)
+			}
+		}
+		if targets == nil {
+			targets = []string{}
+		}
+		names := []string{in.Name}
+		if o := c.Insts[r.IntN(len(c.Insts))]; o.Name != in.Name && r.IntN(2) == 0 {
+			names = append(names, o.Name)
+		}
+		return ordered{{"type", "change-group"}, {"instances", names}, {"target_groups", targets}}
+	}
 }
 
 // randomCount is the number of generated cases (env LEASEHOLD_RANDOM_CASES).
