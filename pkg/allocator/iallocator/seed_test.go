@@ -130,6 +130,45 @@ func seedCases() []diffCase {
 		c := dCluster(append(loc, "htools:desiredlocation:power"))
 		add("d5-desired-location-plain", c, allocReq("new", 4096, 51200, 1, "plain", 0, []string{"power:b"}))
 	}
+	// Migration tags: node-01 (hv:new) holds DRBD primaries whose
+	// secondaries are on hv:old, hv:new and untagged nodes.
+	migCluster := func(ctags []string, tags map[string]string) *tCluster {
+		c := sixNodes(ctags)
+		c.Nodes = c.Nodes[:4]
+		for i := range c.Nodes {
+			c.Nodes[i].Tags = nil
+			if t := tags[c.Nodes[i].Name]; t != "" {
+				c.Nodes[i].Tags = []string{t}
+			}
+		}
+		c.Insts = []tInst{
+			drbd("a", "n1", "n2", 4096, 51200), drbd("b", "n1", "n3", 4096, 51200),
+			drbd("c", "n1", "n4", 4096, 51200), drbd("d", "n2", "n1", 4096, 51200),
+			drbd("e", "n3", "n4", 4096, 51200), drbd("f", "n4", "n2", 4096, 51200),
+		}
+		return c
+	}
+	m1 := map[string]string{"n1": "hv:new", "n3": "hv:new"}
+	m2 := map[string]string{"n1": "hv:old", "n2": "hv:old", "n3": "hv:new"}
+	mig := []string{"htools:migration:hv"}
+	allow := []string{"htools:migration:hv", "htools:allowmigration:hv:old::hv:new"}
+	evac := func(mode string, names ...string) ordered {
+		return ordered{{"type", "node-evacuate"}, {"instances", names}, {"evac_mode", mode}}
+	}
+	reloc := func(name, from string) ordered {
+		return ordered{{"type", "relocate"}, {"name", name}, {"required_nodes", 1}, {"relocate_from", []string{from}}}
+	}
+	add("m0-evac-primary-no-migration-tags", migCluster(nil, m1), evac("primary-only", "a", "b", "c"))
+	add("m1-evac-primary-migration", migCluster(mig, m1), evac("primary-only", "a", "b", "c"))
+	add("m1-evac-all-migration", migCluster(mig, m1), evac("all", "a", "b", "c"))
+	add("m1-evac-secondary-migration", migCluster(mig, m1), evac("secondary-only", "d"))
+	add("m2-evac-primary-allowmigration", migCluster(allow, m2), evac("primary-only", "a", "b", "c", "d"))
+	add("m2-evac-all-allowmigration", migCluster(allow, m2), evac("all", "a", "b"))
+	add("m1-relocate-migration", migCluster(mig, m1), reloc("b", "n3"))
+	add("m2-relocate-allowmigration", migCluster(allow, m2), reloc("a", "n2"))
+	add("m1-alloc-n1-migration", migCluster(mig, m1), allocReq("new", 8192, 51200, 1, "drbd", 0, nil))
+	add("m2-alloc-n1-allowmigration", migCluster(allow, m2), allocReq("new", 8192, 51200, 1, "plain", 0, nil))
+	add("m1-change-group-one-group", migCluster(mig, m1), ordered{{"type", "change-group"}, {"instances", []string{"a"}}, {"target_groups", []string{}}})
 	return cs
 }
 
