@@ -1,0 +1,254 @@
+package placement
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/placement/candidates"
+)
+
+// The allocation-candidates engine works on an in-memory snapshot of all
+// providers. Building it takes a handful of bulk queries; it is cached per
+// database and reused for as long as a cheap change marker (one query of
+// counts, maxima and sums over the placement tables) is unchanged. Every
+// write that matters changes the marker: provider create/delete/rename/
+// re-parent (count, max id, updated_at), inventory and trait changes and
+// allocation writes (provider generations, allocation count/max id/sum),
+// aggregate membership (count and a position-sensitive sum, since PUT
+// aggregates below 1.19 bumps no generation), new or renamed classes and
+// traits. The marker is read on every request, so several processes
+// sharing one database never answer from a stale snapshot.
+
+const snapshotMarkerSQL = `SELECT
+ (SELECT COUNT(*) FROM resource_providers),
+ (SELECT COALESCE(MAX(id), 0) FROM resource_providers),
+ (SELECT COALESCE(SUM(generation), 0) FROM resource_providers),
+ (SELECT MAX(updated_at) FROM resource_providers),
+ (SELECT COUNT(*) FROM inventories),
+ (SELECT COUNT(*) FROM resource_provider_aggregates),
+ (SELECT COALESCE(SUM(aggregate_id * aggregate_id * 7 + resource_provider_id * resource_provider_id * 13 + aggregate_id * resource_provider_id * 31), 0) FROM resource_provider_aggregates),
+ (SELECT COUNT(*) FROM resource_provider_traits),
+ (SELECT COUNT(*) FROM allocations),
+ (SELECT COALESCE(MAX(id), 0) FROM allocations),
+ (SELECT COALESCE(SUM(used), 0) FROM allocations),
+ (SELECT COUNT(*) FROM traits),
+ (SELECT COALESCE(MAX(id), 0) FROM traits),
+ (SELECT COUNT(*) FROM resource_classes),
+ (SELECT COALESCE(MAX(id), 0) FROM resource_classes),
+ (SELECT MAX(updated_at) FROM resource_classes)`
+
+type snapshotCache struct {
+	mu     sync.Mutex // serialises rebuilds
+	cur    sync.Mutex // guards marker/snap
+	marker string
+	snap   *candidates.Snapshot
+}
+
+var snapshotCaches sync.Map // *db.DB → *snapshotCache
+
+func cacheFor(d *db.DB) *snapshotCache {
+	c, _ := snapshotCaches.LoadOrStore(d, &snapshotCache{})
+	return c.(*snapshotCache)
+}
+
+func readMarker(tx *gorm.DB) (string, error) {
+	rows, err := tx.Raw(snapshotMarkerSQL).Rows()
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	vals := make([]sql.NullString, 16)
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if !rows.Next() {
+		return "", fmt.Errorf("snapshot marker: no row")
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return "", err
+	}
+	var m []byte
+	for _, v := range vals {
+		m = append(m, v.String...)
+		m = append(m, '|')
+	}
+	return string(m), rows.Err()
+}
+
+// candidateSnapshot returns a snapshot that reflects every write
+// committed before the call.
+func (s *Service) candidateSnapshot(ctx context.Context) (*candidates.Snapshot, error) {
+	c := cacheFor(s.db)
+	marker, err := readMarker(s.conn(ctx))
+	if err != nil {
+		return nil, wrap("snapshot marker", err)
+	}
+	c.cur.Lock()
+	if c.snap != nil && c.marker == marker {
+		snap := c.snap
+		c.cur.Unlock()
+		return snap, nil
+	}
+	c.cur.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cur.Lock()
+	if c.snap != nil && c.marker == marker {
+		snap := c.snap
+		c.cur.Unlock()
+		return snap, nil
+	}
+	c.cur.Unlock()
+	var snap *candidates.Snapshot
+	var built string
+	err = s.tx(ctx, func(tx *gorm.DB) error {
+		var err error
+		if built, err = readMarker(tx); err != nil {
+			return err
+		}
+		snap, err = LoadSnapshot(tx)
+		return err
+	})
+	if err != nil {
+		return nil, wrap("load snapshot", err)
+	}
+	c.cur.Lock()
+	c.marker, c.snap = built, snap
+	c.cur.Unlock()
+	return snap, nil
+}
+
+// LoadSnapshot reads every provider with its inventories, usages, traits
+// and aggregates, plus the known classes and traits, in seven queries.
+func LoadSnapshot(tx *gorm.DB) (*candidates.Snapshot, error) {
+	return LoadSnapshotInto(tx, candidates.NewBuilder())
+}
+
+// LoadSnapshotInto is LoadSnapshot on a builder the caller may have
+// primed (e.g. with classes that live outside the database).
+func LoadSnapshotInto(tx *gorm.DB, b *candidates.Builder) (*candidates.Snapshot, error) {
+	each := func(q string, scan func(*sql.Rows) error) error {
+		rows, err := tx.Raw(q).Rows()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+	if err := each("SELECT id, name FROM resource_classes", func(r *sql.Rows) error {
+		var id int64
+		var name string
+		if err := r.Scan(&id, &name); err != nil {
+			return err
+		}
+		b.AddClass(id, name)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := each("SELECT name FROM traits", func(r *sql.Rows) error {
+		var name string
+		if err := r.Scan(&name); err != nil {
+			return err
+		}
+		b.AddTrait(name)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := each("SELECT id, uuid, COALESCE(parent_provider_id, 0), root_provider_id FROM resource_providers ORDER BY id", func(r *sql.Rows) error {
+		var id, parent, root int64
+		var uuid string
+		if err := r.Scan(&id, &uuid, &parent, &root); err != nil {
+			return err
+		}
+		b.AddProvider(id, uuid, parent, root)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := each("SELECT resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio FROM inventories", func(r *sql.Rows) error {
+		var rp, rc, total, reserved, minU, maxU, step int64
+		var ratio float64
+		if err := r.Scan(&rp, &rc, &total, &reserved, &minU, &maxU, &step, &ratio); err != nil {
+			return err
+		}
+		b.AddInventory(rp, rc, total, reserved, minU, maxU, step, ratio)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := each("SELECT resource_provider_id, resource_class_id, SUM(used) FROM allocations GROUP BY resource_provider_id, resource_class_id", func(r *sql.Rows) error {
+		var rp, rc, used int64
+		if err := r.Scan(&rp, &rc, &used); err != nil {
+			return err
+		}
+		b.AddUsage(rp, rc, used)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := each("SELECT rpt.resource_provider_id, t.name FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id", func(r *sql.Rows) error {
+		var rp int64
+		var name string
+		if err := r.Scan(&rp, &name); err != nil {
+			return err
+		}
+		b.AddProviderTrait(rp, name)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := each("SELECT rpa.resource_provider_id, a.uuid FROM resource_provider_aggregates rpa JOIN placement_aggregates a ON a.id = rpa.aggregate_id", func(r *sql.Rows) error {
+		var rp int64
+		var agg string
+		if err := r.Scan(&rp, &agg); err != nil {
+			return err
+		}
+		b.AddProviderAggregate(rp, agg)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return b.Build(), nil
+}
+
+// CandidateOptions are the [placement] settings that shape the search.
+type CandidateOptions struct {
+	// MaxCandidates is max_allocation_candidates (−1: unlimited).
+	MaxCandidates int
+	// Randomize is randomize_allocation_candidates.
+	Randomize bool
+}
+
+// AllocationCandidates answers a parsed GET /allocation_candidates.
+func (s *Service) AllocationCandidates(ctx context.Context, req *candidates.Request, opts CandidateOptions) (*candidates.Result, error) {
+	snap, err := s.candidateSnapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req.MaxCandidates = opts.MaxCandidates
+	req.Randomize = opts.Randomize
+	res, err := snap.Find(ctx, req)
+	if err != nil {
+		switch e := err.(type) {
+		case *candidates.UnknownClassError:
+			return nil, BadRequest("Invalid resource class in resources parameter: %s", e.Error())
+		case *candidates.UnknownTraitError:
+			return nil, BadRequest("%s", e.Error())
+		}
+		return nil, err
+	}
+	return res, nil
+}
