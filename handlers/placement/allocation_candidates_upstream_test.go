@@ -72,14 +72,12 @@ func TestCandidatesAgainstUpstreamDump(t *testing.T) {
 		}
 		status, body, msg := 200, map[string]any(nil), ""
 		req, err := placement.ParseCandidatesQuery(c.Query, mv)
-		if err == nil && upstreamSharedAmountBug(c.Query, req) {
-			// Without group_policy upstream's copy_arr_if_needed does not
-			// copy, so consolidating candidates whose groups ask for the
-			// same class mutates shared objects: amounts leak between
-			// candidates (even beyond capacity), depending on set order.
-			skipped++
-			continue
-		}
+		// Without group_policy upstream's copy_arr_if_needed does not copy,
+		// so consolidating candidates whose groups ask for the same class
+		// mutates shared objects: amounts leak between candidates (even
+		// beyond capacity), depending on set order. Such differences are
+		// counted, not failed.
+		bug := err == nil && upstreamSharedAmountBug(c.Query, req)
 		if err == nil {
 			var res *candidates.Result
 			res, err = snap.Find(ctx, req)
@@ -132,6 +130,10 @@ func TestCandidatesAgainstUpstreamDump(t *testing.T) {
 			continue
 		}
 		if diff := cmp.Diff(normalizeAC(c.Body), normalizeAC(body)); diff != "" {
+			if bug {
+				skipped++
+				continue
+			}
 			t.Errorf("%s: differs (-upstream +leasehold):\n%s", name, diff)
 			continue
 		}
