@@ -58,7 +58,7 @@ func (a *API) route(method, pattern string, since microversion.Version, h handle
 	a.methods[pattern] = append(a.methods[pattern], method)
 	a.mux.MethodFunc(method, pattern, func(w http.ResponseWriter, r *http.Request) {
 		if microversion.FromContext(r.Context()).Less(since) {
-			renderError(w, r, errStatus(http.StatusNotFound, "The resource could not be found."))
+			renderError(w, r, errStatus(http.StatusNotFound, ""))
 			return
 		}
 		if err := h(w, r); err != nil {
@@ -71,6 +71,7 @@ func (a *API) route(method, pattern string, since microversion.Version, h handle
 // root (the caller strips any /placement prefix).
 func (a *API) Handler() http.Handler {
 	var h http.Handler = a.mux
+	h = contentHeaderCheck(h)
 	h = a.microversionMiddleware(h)
 	h = httpx.Recover(renderPanic)(h)
 	h = a.authMiddleware(h)
@@ -83,7 +84,7 @@ func (a *API) Handler() http.Handler {
 
 func (a *API) routes() {
 	a.mux.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		renderError(w, r, errStatus(http.StatusNotFound, "The resource could not be found."))
+		renderError(w, r, errStatus(http.StatusNotFound, ""))
 	})
 	a.mux.MethodNotAllowed(a.methodNotAllowed)
 	v := func(minor int) microversion.Version { return microversion.Version{Major: 1, Minor: minor} }
@@ -112,10 +113,35 @@ func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	}
 	err := &httpError{
 		status:  http.StatusMethodNotAllowed,
-		msg:     "The method " + r.Method + " is not allowed for this resource.",
+		msg:     "The method specified is not allowed for this resource.",
 		headers: map[string]string{"Allow": strings.Join(allowed, ", ")},
 	}
 	renderError(w, r, err)
+}
+
+// contentHeaderCheck is PlacementHandler's check of every request before
+// routing: a Content-Length must be an integer, and a body needs a
+// Content-Type.
+func contentHeaderCheck(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		clen := r.Header.Get("Content-Length")
+		if bad := r.Header.Get(httpx.BadContentLengthHeader); bad != "" {
+			clen = bad
+		}
+		if clen != "" {
+			n, ok := placement.PyInt(clen)
+			if !ok {
+				w.Header().Set("Connection", "close")
+				renderError(w, r, errStatus(http.StatusBadRequest, "content-length header must be an integer"))
+				return
+			}
+			if n.Sign() > 0 && r.Header.Get("Content-Type") == "" {
+				renderError(w, r, errStatus(http.StatusBadRequest, "content-type header required when content-length > 0"))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // forceJSONAccept makes a missing or */* Accept mean application/json, as
@@ -193,8 +219,10 @@ func (a *API) corsMiddleware(next http.Handler) http.Handler {
 		AllowCredentials: a.cors.AllowCredentials,
 		ExposedHeaders:   a.cors.ExposeHeaders,
 		MaxAge:           a.cors.MaxAge,
-		AllowedMethods:   a.cors.AllowMethods,
-		AllowedHeaders:   a.cors.AllowHeaders,
+		// oslo.middleware answers a preflight with 200.
+		OptionsSuccessStatus: http.StatusOK,
+		AllowedMethods:       a.cors.AllowMethods,
+		AllowedHeaders:       a.cors.AllowHeaders,
 	})
 	return c.Handler(next)
 }

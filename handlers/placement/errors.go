@@ -1,11 +1,11 @@
 package placement
 
 import (
-	"encoding/json"
 	"errors"
 	"html"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/leasehold/leasehold/pkg/logging"
@@ -88,13 +88,7 @@ func renderError(w http.ResponseWriter, r *http.Request, err error) {
 
 func writeErrorBody(w http.ResponseWriter, r *http.Request, status int, code, msg string, versions bool) {
 	title := http.StatusText(status)
-	detail := explanations[status]
-	if detail == "" {
-		detail = title
-	}
-	if msg != "" {
-		detail += "\n\n " + msg + "  "
-	}
+	detail := webobDetail(r, status, msg)
 	// webob renders HTML when the client prefers it (and the request log
 	// middleware only forces JSON when Accept is absent or */*).
 	if acc := r.Header.Get("Accept"); acc != "" && !acceptsJSON(acc) && strings.Contains(acc, "text/html") {
@@ -113,12 +107,53 @@ func writeErrorBody(w http.ResponseWriter, r *http.Request, status int, code, ms
 	if mv := microversion.FromContext(r.Context()); mv.AtLeast(1, 23) {
 		item.Code = code
 	}
-	b, _ := json.Marshal(errorBody{Errors: []errorItem{item}})
+	b, _ := marshalJSON(errorBody{Errors: []errorItem{item}})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Del("Last-Modified")
 	w.Header().Del("Cache-Control")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+var (
+	webobBrRe      = regexp.MustCompile(`(?is)<br.*?>`)
+	webobCommentRe = regexp.MustCompile(`<!--|-->`)
+	webobTagRe     = regexp.MustCompile(`(?s)<.*?>`)
+)
+
+// webobStripTags is webob.exc.strip_tags, which the JSON error body goes
+// through: newlines become spaces, <br…> a newline, comments and tags go.
+func webobStripTags(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.ReplaceAll(s, "\r", "")
+	s = webobBrRe.ReplaceAllString(s, "\n")
+	s = webobCommentRe.ReplaceAllString(s, "")
+	return webobTagRe.ReplaceAllString(s, "")
+}
+
+// webobDetail renders the "detail" of an error the way webob's exception
+// templates do after strip_tags: the status' explanation, a blank line,
+// then the message. 405, 406 and 415 have their own templates.
+func webobDetail(r *http.Request, status int, msg string) string {
+	m := webobStripTags(msg)
+	switch status {
+	case http.StatusMethodNotAllowed:
+		return "The method " + r.Method + " is not allowed for this resource. \n\n " + m
+	case http.StatusNotAcceptable:
+		return "The resource could not be generated that was acceptable to your browser (content of type " +
+			webobStripTags(r.Header.Get("Accept")) + ". \n\n " + m
+	case http.StatusUnsupportedMediaType:
+		ct := r.Header.Get("Content-Type")
+		if ct == "" {
+			ct = "None"
+		}
+		return "The request media type " + webobStripTags(ct) + " is not supported by this server. \n\n " + m
+	}
+	expl := explanations[status]
+	if expl == "" {
+		expl = http.StatusText(status)
+	}
+	return expl + "\n\n " + m + "  "
 }
 
 // renderPanic is the Recover middleware's renderer.

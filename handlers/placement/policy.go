@@ -69,15 +69,23 @@ func (p *Policy) Authorize(ctx context.Context, rule, targetProject string) erro
 	if p.allowed(id, rule, targetProject) {
 		return nil
 	}
-	return placement.Forbidden("Policy doesn't allow %s to be performed.", rule)
+	if p.mode == "secure" && !id.IsSystem() {
+		if kind, known := rules[rule]; known && kind != usagesRule {
+			// enforce_scope: a project-scoped token on a system-only rule
+			// is InvalidScope, which placement reports with the bare
+			// action name.
+			return placement.Forbidden("%s", rule)
+		}
+	}
+	return placement.Forbidden("Policy does not allow %s to be performed.", rule)
 }
 
+// allowed evaluates rule. Secure mode is the new defaults with scope
+// enforcement. Legacy mode (enforce_new_defaults=False) is the new
+// default OR the deprecated "role:admin", without scope enforcement.
 func (p *Policy) allowed(id *auth.Identity, rule, targetProject string) bool {
 	kind, known := rules[rule]
-	switch p.mode {
-	case "open":
-		return true
-	case "secure":
+	newDefault := func() bool {
 		if !known {
 			return id.IsAdmin()
 		}
@@ -90,10 +98,19 @@ func (p *Policy) allowed(id *auth.Identity, rule, targetProject string) bool {
 			if id.HasRole("reader") && id.IsSystem() {
 				return true
 			}
-			return id.HasRole("reader") && !id.IsSystem() && id.ProjectID != "" && id.ProjectID == targetProject
+			return id.HasRole("reader") && id != nil && id.ProjectID != "" && id.ProjectID == targetProject
 		}
 		return false
+	}
+	switch p.mode {
+	case "open":
+		return true
+	case "secure":
+		if known && kind != usagesRule && !id.IsSystem() {
+			return false
+		}
+		return newDefault()
 	default: // legacy
-		return id.IsAdmin()
+		return newDefault() || id.IsAdmin()
 	}
 }

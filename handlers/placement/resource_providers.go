@@ -2,6 +2,7 @@ package placement
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -73,13 +74,10 @@ func (a *API) listResourceProviders(w http.ResponseWriter, r *http.Request) erro
 	}
 	ps, err := a.svc.ListProviders(r.Context(), f)
 	if err != nil {
-		return err
+		return listProvidersError(err)
 	}
 	list := make([]map[string]any, 0, len(ps))
-	var lm = a.started
-	if len(ps) > 0 {
-		lm = ps[0].UpdatedAt
-	}
+	var lm time.Time
 	for i := range ps {
 		list = append(list, providerJSON(r, &ps[i]))
 		lm = latest(lm, ps[i].CreatedAt, ps[i].UpdatedAt)
@@ -96,6 +94,9 @@ type providerBody struct {
 // createResourceProvider handles POST /resource_providers: 201 with a
 // Location and no body before 1.20, 200 with the provider from 1.20.
 func (a *API) createResourceProvider(w http.ResponseWriter, r *http.Request) error {
+	if err := requireJSONContent(r); err != nil {
+		return err
+	}
 	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:create", ""); err != nil {
 		return err
 	}
@@ -109,12 +110,18 @@ func (a *API) createResourceProvider(w http.ResponseWriter, r *http.Request) err
 	if _, ok := raw["parent_provider_uuid"]; ok {
 		parent = body.ParentProviderUUID
 	}
+	if body.UUID != "" {
+		// Upstream normalises with str(uuid.UUID(value)).
+		body.UUID = placement.CanonicalUUID(body.UUID)
+	}
 	p, err := a.svc.CreateProvider(r.Context(), body.Name, body.UUID, parent)
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Location", absURL(r, "/resource_providers/"+p.UUID))
 	if mv.AtLeast(1, 20) {
+		// Upstream always sends the cache headers here, whatever the
+		// microversion below 1.15 would say (it cannot be below 1.20).
 		return writeJSON(w, r, http.StatusOK, providerJSON(r, p), latest(p.CreatedAt, p.UpdatedAt))
 	}
 	w.WriteHeader(http.StatusCreated)
@@ -123,7 +130,14 @@ func (a *API) createResourceProvider(w http.ResponseWriter, r *http.Request) err
 
 // updateResourceProvider handles PUT /resource_providers/{uuid}.
 func (a *API) updateResourceProvider(w http.ResponseWriter, r *http.Request) error {
+	if err := requireJSONContent(r); err != nil {
+		return err
+	}
 	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:update", ""); err != nil {
+		return err
+	}
+	uuid := chi.URLParam(r, "uuid")
+	if _, err := a.svc.GetProvider(r.Context(), uuid); err != nil {
 		return err
 	}
 	mv := ctxVersion(r.Context())
@@ -133,11 +147,11 @@ func (a *API) updateResourceProvider(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	_, parentGiven := raw["parent_provider_uuid"]
-	p, err := a.svc.UpdateProvider(r.Context(), chi.URLParam(r, "uuid"), body.Name, parentGiven, body.ParentProviderUUID, mv.AtLeast(1, 37))
+	p, err := a.svc.UpdateProvider(r.Context(), uuid, body.Name, parentGiven, body.ParentProviderUUID, mv.AtLeast(1, 37))
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, r, http.StatusOK, providerJSON(r, p), latest(p.CreatedAt, p.UpdatedAt))
+	return writeJSON(w, r, http.StatusOK, providerJSON(r, p), p.UpdatedAt)
 }
 
 // deleteResourceProvider handles DELETE /resource_providers/{uuid}.

@@ -1,8 +1,10 @@
 package placement
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -41,24 +43,27 @@ func checkAccept(r *http.Request) error {
 	return nil
 }
 
-// readBody enforces Placement's body rules (content type required with a
-// body, JSON only, integer content-length) and returns the raw bytes.
-func readBody(r *http.Request) ([]byte, error) {
-	if cl := r.Header.Get("Content-Length"); cl != "" {
-		if _, err := strconv.Atoi(cl); err != nil {
-			return nil, errStatus(http.StatusBadRequest, "content-length header must be an integer")
-		}
-	}
+// requireJSONContent is util.require_content('application/json'): the
+// request's media type (Content-Type up to any ';', compared exactly)
+// must be application/json, else 415.
+func requireJSONContent(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		if r.ContentLength > 0 {
-			return nil, errStatus(http.StatusBadRequest, "content-type header required when content-length > 0")
+	mt, _, _ := strings.Cut(ct, ";")
+	if mt != "application/json" {
+		if mt == "" {
+			mt = "None"
 		}
-		return nil, errStatus(http.StatusUnsupportedMediaType, "The media type None is not supported, use application/json")
+		return errStatus(http.StatusUnsupportedMediaType, "The media type "+mt+" is not supported, use application/json")
 	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
-		return nil, errStatus(http.StatusUnsupportedMediaType, "The media type "+ct+" is not supported, use application/json")
+	return nil
+}
+
+// readBody enforces Placement's body rules (JSON media type required) and
+// returns the raw bytes. The Content-Length rules are checked for every
+// request by contentHeaderCheck.
+func readBody(r *http.Request) ([]byte, error) {
+	if err := requireJSONContent(r); err != nil {
+		return nil, err
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
 	if err != nil {
@@ -71,7 +76,7 @@ func readBody(r *http.Request) ([]byte, error) {
 // carry Cache-Control: no-cache and Last-Modified (lastMod, or now when
 // nothing in the database dates the response).
 func writeJSON(w http.ResponseWriter, r *http.Request, status int, body any, lastMod time.Time) error {
-	b, err := json.Marshal(body)
+	b, err := marshalJSON(body)
 	if err != nil {
 		return err
 	}
@@ -82,6 +87,66 @@ func writeJSON(w http.ResponseWriter, r *http.Request, status int, body any, las
 	w.WriteHeader(status)
 	_, err = w.Write(b)
 	return err
+}
+
+// writeJSONLM is writeJSON where, from 1.15, Last-Modified is lastMod
+// when haveLM, and absent otherwise (upstream sets it to None when no
+// object dates the response, e.g. an empty inventory list).
+func writeJSONLM(w http.ResponseWriter, r *http.Request, status int, body any, lastMod time.Time, haveLM bool) error {
+	if haveLM {
+		return writeJSON(w, r, status, body, lastMod)
+	}
+	b, err := marshalJSON(body)
+	if err != nil {
+		return err
+	}
+	if ctxVersion(r.Context()).AtLeast(1, 15) {
+		w.Header().Set("Cache-Control", "no-cache")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err = w.Write(b)
+	return err
+}
+
+// pyFloat marshals a float64 as Python's json.dumps does (repr: 1.0,
+// 1.5, 1e+16, 3.40282e+38).
+type pyFloat float64
+
+// MarshalJSON implements json.Marshaler.
+func (f pyFloat) MarshalJSON() ([]byte, error) { return []byte(pyFloatRepr(float64(f))), nil }
+
+// pyFloatRepr is Python's repr(float).
+func pyFloatRepr(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	case f == 0:
+		if math.Signbit(f) {
+			return "-0.0"
+		}
+		return "0.0"
+	}
+	abs := math.Abs(f)
+	if abs >= 1e-4 && abs < 1e16 {
+		s := strconv.FormatFloat(f, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return s
+	}
+	s := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
+	mant, exp, _ := strings.Cut(s, "e")
+	sign := exp[0]
+	exp = strings.TrimLeft(exp[1:], "0")
+	if len(exp) < 2 {
+		exp = strings.Repeat("0", 2-len(exp)) + exp
+	}
+	return mant + "e" + string(sign) + exp
 }
 
 func setCacheHeaders(w http.ResponseWriter, lastMod time.Time) {
@@ -129,4 +194,21 @@ func latest(ts ...time.Time) time.Time {
 		}
 	}
 	return m
+}
+
+// timeNow is the Last-Modified of responses nothing in the database
+// dates.
+func timeNow() time.Time { return time.Now().UTC() }
+
+// marshalJSON encodes v as Python's json.dumps would escape it: no HTML
+// escaping of <, > and & (clients and the conformance suite compare the
+// text).
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -2,6 +2,8 @@ package placement
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,12 +83,12 @@ func CreateProviderTx(tx *gorm.DB, name, uuidStr string, parentUUID *string) (*P
 	rp := models.ResourceProvider{UUID: uuidStr, Name: name, CreatedAt: t, UpdatedAt: t}
 	if parentUUID != nil {
 		if *parentUUID == uuidStr {
-			return nil, BadRequest("Unable to create resource provider \"%s\", %s: parent provider UUID cannot be same as UUID. Please specify a different parent provider UUID.", name, uuidStr)
+			return nil, BadRequest("Unable to create resource provider \"%s\", %s: Object action create failed because: parent provider UUID cannot be same as UUID. Please set parent provider UUID to None if there is no parent.", name, uuidStr)
 		}
 		var parent models.ResourceProvider
 		if err := tx.Where("uuid = ?", *parentUUID).Take(&parent).Error; err != nil {
 			if isNotFound(err) {
-				return nil, BadRequest("Unable to create resource provider \"%s\", %s: No such resource provider %s.", name, uuidStr, *parentUUID)
+				return nil, BadRequest("Unable to create resource provider \"%s\", %s: Object action create failed because: parent provider UUID does not exist.", name, uuidStr)
 			}
 			return nil, err
 		}
@@ -142,12 +144,12 @@ func (s *Service) UpdateProvider(ctx context.Context, id, name string, parentGiv
 				return err
 			}
 			if n > 0 {
-				return Conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", name)
+				return Conflict(CodeDuplicateName, "Conflicting resource provider %s already exists.", name)
 			}
 		}
 		if err := tx.Model(&models.ResourceProvider{}).Where("id = ?", p.ID).Updates(updates).Error; err != nil {
 			if db.IsDuplicate(err) {
-				return Conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", name)
+				return Conflict(CodeDuplicateName, "Conflicting resource provider %s already exists.", name)
 			}
 			return err
 		}
@@ -181,7 +183,7 @@ func (s *Service) reparent(tx *gorm.DB, p *Provider, parentUUID *string, allowRe
 	var parent models.ResourceProvider
 	if err := tx.Where("uuid = ?", *parentUUID).Take(&parent).Error; err != nil {
 		if isNotFound(err) {
-			return BadRequest("Unable to save resource provider %s: Object action update failed because: parent provider UUID does not exist.", p.UUID)
+			return BadRequest("Unable to save resource provider %s: Object action create failed because: parent provider UUID does not exist.", p.UUID)
 		}
 		return err
 	}
@@ -287,22 +289,33 @@ func (s *Service) DeleteProvider(ctx context.Context, id string) error {
 type ProviderFilter struct {
 	Name string
 	UUID string
-	// InTree restricts to the tree holding this provider uuid.
+	// InTree restricts to the tree holding this provider uuid (an unknown
+	// uuid matches nothing).
 	InTree string
-	// MemberOf: each entry is a set of aggregate uuids the provider must
-	// be in at least one of (ANDed across entries); Forbidden: aggregates
-	// the provider must not be in.
-	MemberOf          [][]string
-	ForbiddenMemberOf []string
-	// Resources: class name → amount the provider must have capacity for.
-	Resources map[string]int64
-	// Required: each entry is a set of traits of which the provider must
-	// have at least one; Forbidden traits it must not have.
-	Required        [][]string
+	// MemberOf: each entry is a set of aggregate uuids the provider must be
+	// in at least one of (ANDed across entries). ForbiddenAggs: aggregates
+	// the provider must be in none of.
+	MemberOf      [][]string
+	ForbiddenAggs []string
+	// Resources: the provider must have capacity for each amount, within
+	// its min_unit/max_unit/step_size.
+	Resources Resources
+	// RequiredTraits: each entry is a set of traits of which the provider
+	// must have at least one (ANDed across entries). ForbiddenTraits: the
+	// provider must have none of them.
+	RequiredTraits  [][]string
 	ForbiddenTraits []string
 }
 
-// ListProviders returns the providers matching f, ordered by id.
+// ListProviders returns the providers matching f, ordered by id. It
+// follows upstream's evaluation order, which decides which bad filter
+// is reported and when an empty list wins over an error: in_tree (an
+// unknown provider gives []), required traits (an unknown trait is a 400
+// "No such trait(s): X."; no provider having them gives []), forbidden
+// traits (unknown → 400), member_of (no provider in them gives []),
+// forbidden aggregates, then resources (an unknown class is a 400 "No
+// such resource class X."). The errors are *Error with status 400 whose
+// message is the bare exception text; the handler adds its prefix.
 func (s *Service) ListProviders(ctx context.Context, f ProviderFilter) ([]Provider, error) {
 	c := s.conn(ctx)
 	q := providerSelect + " WHERE 1=1"
@@ -316,36 +329,113 @@ func (s *Service) ListProviders(ctx context.Context, f ProviderFilter) ([]Provid
 		args = append(args, f.UUID)
 	}
 	if f.InTree != "" {
-		q += " AND rp.root_provider_id = (SELECT root_provider_id FROM resource_providers WHERE uuid = ?)"
-		args = append(args, f.InTree)
+		var roots []int64
+		if err := c.Raw("SELECT root_provider_id FROM resource_providers WHERE uuid = ?", f.InTree).Scan(&roots).Error; err != nil {
+			return nil, wrap("list providers", err)
+		}
+		if len(roots) == 0 {
+			return []Provider{}, nil
+		}
+		q += " AND rp.root_provider_id = ?"
+		args = append(args, roots[0])
 	}
-	for _, aggs := range f.MemberOf {
-		q += " AND rp.id IN (SELECT rpa.resource_provider_id FROM resource_provider_aggregates rpa JOIN placement_aggregates a ON a.id = rpa.aggregate_id WHERE a.uuid IN ?)"
-		args = append(args, aggs)
-	}
-	if len(f.ForbiddenMemberOf) > 0 {
-		q += " AND rp.id NOT IN (SELECT rpa.resource_provider_id FROM resource_provider_aggregates rpa JOIN placement_aggregates a ON a.id = rpa.aggregate_id WHERE a.uuid IN ?)"
-		args = append(args, f.ForbiddenMemberOf)
-	}
-	for _, traits := range f.Required {
-		q += " AND rp.id IN (SELECT rpt.resource_provider_id FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id WHERE t.name IN ?)"
-		args = append(args, traits)
+	if len(f.RequiredTraits) > 0 {
+		var names []string
+		for _, any := range f.RequiredTraits {
+			names = append(names, any...)
+		}
+		ids, err := traitIDs(c, names)
+		if err != nil {
+			return nil, asBadRequest(err)
+		}
+		cond := ""
+		var cargs []any
+		for _, any := range f.RequiredTraits {
+			set := make([]int64, 0, len(any))
+			for _, n := range any {
+				set = append(set, ids[n])
+			}
+			cond += " AND rp.id IN (SELECT resource_provider_id FROM resource_provider_traits WHERE trait_id IN ?)"
+			cargs = append(cargs, set)
+		}
+		var n int64
+		if err := c.Raw("SELECT COUNT(*) FROM resource_providers rp WHERE 1=1"+cond, cargs...).Scan(&n).Error; err != nil {
+			return nil, wrap("list providers", err)
+		}
+		if n == 0 {
+			return []Provider{}, nil
+		}
+		q += cond
+		args = append(args, cargs...)
 	}
 	if len(f.ForbiddenTraits) > 0 {
-		q += " AND rp.id NOT IN (SELECT rpt.resource_provider_id FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id WHERE t.name IN ?)"
-		args = append(args, f.ForbiddenTraits)
+		ids, err := traitIDs(c, f.ForbiddenTraits)
+		if err != nil {
+			return nil, asBadRequest(err)
+		}
+		set := make([]int64, 0, len(ids))
+		for _, n := range f.ForbiddenTraits {
+			set = append(set, ids[n])
+		}
+		q += " AND rp.id NOT IN (SELECT resource_provider_id FROM resource_provider_traits WHERE trait_id IN ?)"
+		args = append(args, set)
 	}
-	for class, amount := range f.Resources {
-		// Capacity, unit constraints and current usage, per class.
-		q += ` AND rp.id IN (SELECT i.resource_provider_id FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
- WHERE rc.name = ? AND i.min_unit <= ? AND i.max_unit >= ? AND ? % i.step_size = 0
- AND (i.total - i.reserved) * i.allocation_ratio >= ? + COALESCE((SELECT SUM(al.used) FROM allocations al WHERE al.resource_provider_id = i.resource_provider_id AND al.resource_class_id = i.resource_class_id), 0))`
-		args = append(args, class, amount, amount, amount, amount)
+	if len(f.MemberOf) > 0 {
+		cond := ""
+		var cargs []any
+		for _, aggs := range f.MemberOf {
+			cond += ` AND rp.id IN (SELECT rpa.resource_provider_id FROM resource_provider_aggregates rpa
+ JOIN placement_aggregates a ON a.id = rpa.aggregate_id WHERE a.uuid IN ?)`
+			cargs = append(cargs, aggs)
+		}
+		var n int64
+		if err := c.Raw("SELECT COUNT(*) FROM resource_providers rp WHERE 1=1"+cond, cargs...).Scan(&n).Error; err != nil {
+			return nil, wrap("list providers", err)
+		}
+		if n == 0 {
+			return []Provider{}, nil
+		}
+		q += cond
+		args = append(args, cargs...)
+	}
+	if len(f.ForbiddenAggs) > 0 {
+		q += ` AND rp.id NOT IN (SELECT rpa.resource_provider_id FROM resource_provider_aggregates rpa
+ JOIN placement_aggregates a ON a.id = rpa.aggregate_id WHERE a.uuid IN ?)`
+		args = append(args, f.ForbiddenAggs)
+	}
+	for _, r := range f.Resources {
+		ids, err := resourceClassIDs(c, []string{r.Class})
+		if err != nil {
+			return nil, asBadRequest(err)
+		}
+		q += " AND rp.id IN (" + capacitySubquery + ")"
+		rc := ids[r.Class]
+		args = append(args, rc, rc, r.Amount, r.Amount, r.Amount, r.Amount)
 	}
 	q += " ORDER BY rp.id"
-	var ps []Provider
+	ps := []Provider{}
 	if err := c.Raw(q, args...).Scan(&ps).Error; err != nil {
 		return nil, wrap("list providers", err)
 	}
 	return ps, nil
+}
+
+// capacitySubquery selects the providers with room for an amount of one
+// class (research_context.get_providers_with_resource). Arguments: class
+// id, class id, amount, amount, amount, amount.
+const capacitySubquery = `SELECT inv.resource_provider_id FROM inventories inv
+ LEFT JOIN (SELECT resource_provider_id, SUM(used) AS used FROM allocations WHERE resource_class_id = ?
+   GROUP BY resource_provider_id) usage ON usage.resource_provider_id = inv.resource_provider_id
+ WHERE inv.resource_class_id = ?
+ AND COALESCE(usage.used, 0) + ? <= (inv.total - inv.reserved) * inv.allocation_ratio
+ AND inv.min_unit <= ? AND inv.max_unit >= ? AND ? % inv.step_size = 0`
+
+// asBadRequest turns a lookup's 404 (unknown trait or class) into a 400
+// with the same message.
+func asBadRequest(err error) error {
+	var pe *Error
+	if errors.As(err, &pe) && pe.Status == http.StatusNotFound {
+		return BadRequest("%s", pe.Msg)
+	}
+	return err
 }

@@ -147,7 +147,9 @@ func (s *Server) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("listen %s (%s): %w", addr, what, err)
 		}
-		ls = append(ls, lis{l, h})
+		// Let the API answer a malformed Content-Length with its own
+		// error body instead of Go's bare 400.
+		ls = append(ls, lis{httpx.ListenerWithBadContentLength(l), h})
 		s.Addrs = append(s.Addrs, l.Addr().String())
 		slog.InfoContext(ctx, "listening", "addr", l.Addr().String(), "serves", what)
 		return nil

@@ -1,0 +1,146 @@
+package httpx
+
+import (
+	"bytes"
+	"net"
+	"strconv"
+	"sync"
+)
+
+// BadContentLengthHeader carries, to the handlers, a Content-Length
+// request header whose value is not a decimal integer. Go's HTTP server
+// answers such a request itself with a bare "400 Bad Request"; OpenStack
+// services answer with their own error body ("content-length header must
+// be an integer"), so ListenerWithBadContentLength renames the header on
+// the wire before the server parses it. The name has the same length as
+// "Content-Length".
+const BadContentLengthHeader = "X-Bad-Cont-Len"
+
+// maxHeadBytes bounds the request head the rewriter buffers; longer heads
+// are passed through untouched (the server rejects them anyway).
+const maxHeadBytes = 1 << 20
+
+// ListenerWithBadContentLength wraps l so that, in every request head on
+// its connections, a Content-Length header whose value is not a plain
+// non-negative decimal integer is renamed to BadContentLengthHeader. The
+// request then reaches the handler without a body; the handler must
+// answer with "Connection: close" since the body bytes are left unread.
+// Request bodies are skipped by their Content-Length; after a chunked
+// request or a renamed header the connection is passed through as is.
+func ListenerWithBadContentLength(l net.Listener) net.Listener { return &badLenListener{l} }
+
+type badLenListener struct{ net.Listener }
+
+func (l *badLenListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &badLenConn{Conn: c}, nil
+}
+
+// badLenConn rewrites the request heads read from the connection.
+type badLenConn struct {
+	net.Conn
+	mu      sync.Mutex
+	head    []byte // bytes of the current head not yet complete
+	out     []byte // transformed bytes ready for the reader
+	body    int64  // body bytes to pass through before the next head
+	through bool   // pass everything through from now on
+}
+
+func (c *badLenConn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.out) == 0 {
+		if c.through && len(c.head) == 0 {
+			return c.Conn.Read(p)
+		}
+		buf := make([]byte, len(p))
+		n, err := c.Conn.Read(buf)
+		if n > 0 {
+			c.feed(buf[:n])
+		}
+		if len(c.out) > 0 {
+			break
+		}
+		if err != nil {
+			if len(c.head) > 0 {
+				// Give the server what we have; it will fail it.
+				c.out, c.head = c.head, nil
+				break
+			}
+			return 0, err
+		}
+	}
+	n := copy(p, c.out)
+	c.out = c.out[n:]
+	return n, nil
+}
+
+// feed processes newly read bytes.
+func (c *badLenConn) feed(b []byte) {
+	for len(b) > 0 {
+		switch {
+		case c.through:
+			c.out = append(c.out, b...)
+			return
+		case c.body > 0:
+			n := int64(len(b))
+			if n > c.body {
+				n = c.body
+			}
+			c.out = append(c.out, b[:n]...)
+			c.body -= n
+			b = b[n:]
+		default:
+			c.head = append(c.head, b...)
+			b = nil
+			end := bytes.Index(c.head, []byte("\r\n\r\n"))
+			if end < 0 {
+				if len(c.head) > maxHeadBytes {
+					c.out = append(c.out, c.head...)
+					c.head, c.through = nil, true
+				}
+				return
+			}
+			head, rest := c.head[:end+4], c.head[end+4:]
+			c.head = nil
+			c.out = append(c.out, c.rewriteHead(head)...)
+			b = rest
+		}
+	}
+}
+
+// rewriteHead renames a bad Content-Length in one request head and sets
+// up the body skipping for the next one.
+func (c *badLenConn) rewriteHead(head []byte) []byte {
+	lines := bytes.Split(head, []byte("\r\n"))
+	var length int64
+	for i, line := range lines {
+		if i == 0 {
+			continue
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		switch {
+		case bytes.EqualFold(bytes.TrimSpace(name), []byte("Transfer-Encoding")):
+			c.through = true
+		case len(name) == len("Content-Length") && bytes.EqualFold(name, []byte("Content-Length")):
+			v := bytes.TrimSpace(value)
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil || n < 0 || len(v) == 0 || v[0] == '+' || v[0] == '-' {
+				copy(line, BadContentLengthHeader)
+				c.through = true
+				continue
+			}
+			length = n
+		}
+	}
+	if !c.through {
+		c.body = length
+	}
+	return head
+}
