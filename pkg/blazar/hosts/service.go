@@ -33,6 +33,7 @@ package hosts
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -309,36 +310,63 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
-type capRow struct {
-	ComputeHostID   int64  `gorm:"column:computehost_id"`
-	PropertyName    string `gorm:"column:property_name"`
-	CapabilityValue string `gorm:"column:capability_value"`
-}
-
-// loadCaps reads the capabilities of the hosts selected by where (a SQL
-// condition on computehosts aliased h), keyed by host row id.
-func loadCaps(tx *gorm.DB, where string, args ...any) (map[int64]map[string]string, error) {
-	var rows []capRow
-	q := `SELECT c.computehost_id, p.property_name, c.capability_value
- FROM computehost_extra_capabilities c
- JOIN resource_properties p ON p.id = c.property_id
- JOIN computehosts h ON h.id = c.computehost_id`
-	if where != "" {
-		q += " WHERE " + where
-	}
-	if err := tx.Raw(q, args...).Scan(&rows).Error; err != nil {
+// loadCaps reads capabilities keyed by host row id: of one host when
+// hostID > 0, else of every host. Property names are read separately (a
+// small table) so the capability read is a plain scan without joins.
+func loadCaps(tx *gorm.DB, hostID int64) (map[int64]map[string]string, error) {
+	names := map[string]string{}
+	prows, err := tx.Raw("SELECT id, property_name FROM resource_properties WHERE resource_type = ?", ResourceType).Rows()
+	if err != nil {
 		return nil, err
 	}
-	out := map[int64]map[string]string{}
-	for _, r := range rows {
-		m := out[r.ComputeHostID]
-		if m == nil {
-			m = map[string]string{}
-			out[r.ComputeHostID] = m
+	defer prows.Close()
+	for prows.Next() {
+		var id, name string
+		if err := prows.Scan(&id, &name); err != nil {
+			return nil, err
 		}
-		m[r.PropertyName] = r.CapabilityValue
+		names[id] = name
 	}
-	return out, nil
+	if err := prows.Err(); err != nil {
+		return nil, err
+	}
+	q := "SELECT computehost_id, property_id, capability_value FROM computehost_extra_capabilities"
+	var args []any
+	if hostID > 0 {
+		q += " WHERE computehost_id = ?"
+		args = append(args, hostID)
+	}
+	rows, err := tx.Raw(q, args...).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64]map[string]string{}
+	var (
+		hid      int64
+		pid, val string
+		lastID   int64 = -1
+		lastCaps map[string]string
+	)
+	for rows.Next() {
+		if err := rows.Scan(&hid, &pid, &val); err != nil {
+			return nil, err
+		}
+		name, ok := names[pid]
+		if !ok {
+			continue
+		}
+		if hid != lastID {
+			lastID = hid
+			lastCaps = out[hid]
+			if lastCaps == nil {
+				lastCaps = map[string]string{}
+				out[hid] = lastCaps
+			}
+		}
+		lastCaps[name] = val
+	}
+	return out, rows.Err()
 }
 
 // List returns every registered host, by id.
@@ -346,21 +374,62 @@ func (s *Service) List(ctx context.Context) ([]Host, error) {
 	return listHosts(s.db.WithContext(ctx), false)
 }
 
-// listHosts reads the hosts (only the reservable ones if asked) and their
-// capabilities in two queries.
-func listHosts(tx *gorm.DB, reservableOnly bool) ([]Host, error) {
-	var rows []models.ComputeHost
-	q := tx.Order("id")
-	capWhere := ""
-	var args []any
-	if reservableOnly {
-		q = q.Where("reservable = ?", true)
-		capWhere, args = "h.reservable = ?", []any{true}
+// hostColumns are read by scanHosts, in this order.
+const hostColumns = `id, vcpus, cpu_info, hypervisor_type, hypervisor_version, hypervisor_hostname, service_name,
+ memory_mb, local_gb, status, availability_zone, trust_id, reservable, compute_provider_uuid,
+ reservation_provider_uuid, owns_compute_provider, created_at, updated_at`
+
+// scanHosts reads computehosts rows with plain database/sql scanning (no
+// reflection: this is the hot path of a cold Reservable).
+func scanHosts(tx *gorm.DB, where string, args ...any) ([]models.ComputeHost, error) {
+	q := "SELECT " + hostColumns + " FROM computehosts"
+	if where != "" {
+		q += " WHERE " + where
 	}
-	if err := q.Find(&rows).Error; err != nil {
+	rows, err := tx.Raw(q+" ORDER BY id", args...).Rows()
+	if err != nil {
 		return nil, err
 	}
-	caps, err := loadCaps(tx, capWhere, args...)
+	defer rows.Close()
+	var out []models.ComputeHost
+	for rows.Next() {
+		var (
+			r       models.ComputeHost
+			status  sql.NullString
+			trust   sql.NullString
+			updated sql.NullTime
+		)
+		if err := rows.Scan(&r.ID, &r.VCPUs, &r.CPUInfo, &r.HypervisorType, &r.HypervisorVersion, &r.HypervisorHostname,
+			&r.ServiceName, &r.MemoryMB, &r.LocalGB, &status, &r.AvailabilityZone, &trust, &r.Reservable,
+			&r.ComputeProviderUUID, &r.ReservationProviderUUID, &r.OwnsComputeProvider, &r.CreatedAt, &updated); err != nil {
+			return nil, err
+		}
+		if status.Valid {
+			r.Status = &status.String
+		}
+		if trust.Valid {
+			r.TrustID = &trust.String
+		}
+		if updated.Valid {
+			r.UpdatedAt = &updated.Time
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// listHosts reads the hosts (only the reservable ones if asked) and their
+// capabilities.
+func listHosts(tx *gorm.DB, reservableOnly bool) ([]Host, error) {
+	where, args := "", []any(nil)
+	if reservableOnly {
+		where, args = "reservable = ?", []any{true}
+	}
+	rows, err := scanHosts(tx, where, args...)
+	if err != nil {
+		return nil, err
+	}
+	caps, err := loadCaps(tx, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -381,14 +450,14 @@ func getHost(tx *gorm.DB, id string) (*Host, error) {
 	if !ok {
 		return nil, notFound(id)
 	}
-	var rows []models.ComputeHost
-	if err := tx.Where("id = ?", n).Limit(1).Find(&rows).Error; err != nil {
+	rows, err := scanHosts(tx, "id = ?", n)
+	if err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
 		return nil, notFound(id)
 	}
-	caps, err := loadCaps(tx, "h.id = ?", n)
+	caps, err := loadCaps(tx, n)
 	if err != nil {
 		return nil, err
 	}
