@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -79,11 +80,12 @@ func (s *Service) WriteAllocations(ctx context.Context, ws []ConsumerWrite, mult
 		}
 		typeIDs[w.Type] = id
 	}
+	plan := func(tx *gorm.DB) (func(tx *gorm.DB) error, error) {
+		return s.planAllocations(tx, ws, typeIDs, multi)
+	}
 	var last *errRetry
 	for attempt := 0; attempt < allocationRetries; attempt++ {
-		err := s.writeTx(ctx, func(tx *gorm.DB) error {
-			return s.writeAllocations(tx, ws, typeIDs, multi)
-		})
+		err := s.runWrite(ctx, plan)
 		if err == nil {
 			return nil
 		}
@@ -99,6 +101,143 @@ func (s *Service) WriteAllocations(ctx context.Context, ws []ConsumerWrite, mult
 		return wrap("write allocations", err)
 	}
 	return Conflict(CodeConcurrentUpdate, "Inventory and/or allocations changed while attempting to allocate: %s", last.msg)
+}
+
+// writePlan is the reading half of a write: it checks the request inside
+// tx and returns the writing half, or the request's error.
+type writePlan func(tx *gorm.DB) (apply func(tx *gorm.DB) error, err error)
+
+// runWrite runs plan and its writes in one transaction. On SQLite, which
+// has a single writer anyway, requests go through the process's write
+// batcher (group commit); elsewhere each runs in its own transaction.
+func (s *Service) runWrite(ctx context.Context, plan writePlan) error {
+	if s.db.Dialect == db.SQLite {
+		return batcherFor(s.db).submit(s, plan)
+	}
+	return s.writeTx(ctx, func(tx *gorm.DB) error {
+		apply, err := plan(tx)
+		if err != nil {
+			return err
+		}
+		return apply(tx)
+	})
+}
+
+// writeBatcher is group commit for SQLite allocation writes. SQLite runs
+// one write transaction at a time and makes each commit durable with an
+// fsync; left alone, concurrent writers poll the lock with sleeps (and
+// can starve past the busy timeout) and each pays a full fsync. The
+// batcher queues the writes of this process and runs them back to back
+// in one transaction: each request still reads, checks and writes inside
+// that transaction, seeing every earlier request's effects, and a request
+// whose checks fail writes nothing. One commit then makes the whole batch
+// durable; only then does any request get its answer. If a write fails
+// after it started writing (a database error), the batch is rolled back
+// and its requests are run again one transaction each.
+type writeBatcher struct {
+	mu      sync.Mutex
+	queue   []*batchReq
+	running bool
+}
+
+type batchReq struct {
+	plan writePlan
+	done chan error
+}
+
+// maxBatch bounds how many writes share one commit.
+const maxBatch = 64
+
+var writeBatchers sync.Map // *db.DB → *writeBatcher
+
+func batcherFor(d *db.DB) *writeBatcher {
+	if b, ok := writeBatchers.Load(d); ok {
+		return b.(*writeBatcher)
+	}
+	b, _ := writeBatchers.LoadOrStore(d, &writeBatcher{})
+	return b.(*writeBatcher)
+}
+
+// submit queues plan and waits for its outcome (after the commit). The
+// request's context is not used past this point: once queued, a write
+// is carried out whether or not its client is still waiting.
+func (b *writeBatcher) submit(s *Service, plan writePlan) error {
+	r := &batchReq{plan: plan, done: make(chan error, 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, r)
+	start := !b.running
+	b.running = true
+	b.mu.Unlock()
+	if start {
+		go b.run(s)
+	}
+	return <-r.done
+}
+
+// run drains the queue, one batch at a time, then exits.
+func (b *writeBatcher) run(s *Service) {
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), maxBatch)
+		if n == 0 {
+			b.running = false
+			b.queue = nil
+			b.mu.Unlock()
+			return
+		}
+		batch := make([]*batchReq, n)
+		copy(batch, b.queue)
+		b.queue = append(b.queue[:0:0], b.queue[n:]...)
+		b.mu.Unlock()
+		s.runBatch(batch)
+	}
+}
+
+// errBatchApply aborts a batch whose write half failed.
+type errBatchApply struct{ err error }
+
+func (e *errBatchApply) Error() string { return e.err.Error() }
+
+func (s *Service) runBatch(batch []*batchReq) {
+	results := make([]error, len(batch))
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("allocation write panicked: %v", p)
+			}
+		}()
+		return s.db.WithContext(context.Background()).Transaction(func(tx *gorm.DB) error {
+			for i, r := range batch {
+				apply, err := r.plan(tx)
+				if err != nil {
+					results[i] = err
+					continue
+				}
+				if err := apply(tx); err != nil {
+					return &errBatchApply{err}
+				}
+			}
+			return nil
+		})
+	}()
+	if err == nil {
+		for i, r := range batch {
+			r.done <- results[i]
+		}
+		return
+	}
+	if len(batch) == 1 {
+		var ae *errBatchApply
+		if errors.As(err, &ae) {
+			err = ae.err
+		}
+		batch[0].done <- err
+		return
+	}
+	// Run each alone so that one failing write cannot fail the others.
+	for _, r := range batch {
+		s.runBatch([]*batchReq{r})
+	}
 }
 
 // checkWrites rejects input the HTTP schema should already have refused,
@@ -144,12 +283,20 @@ func (s *Service) writeTx(ctx context.Context, fn func(tx *gorm.DB) error) error
 	return s.db.WithContext(ctx).Transaction(fn)
 }
 
-// isLockConflict reports a MySQL deadlock or lock wait timeout: the
-// transaction was rolled back and can be run again.
+// isLockConflict reports a MySQL deadlock or lock wait timeout, or a
+// SQLite database still locked after the busy timeout: the transaction
+// did not happen and can be run again.
 func isLockConflict(err error) bool {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		return me.Number == 1213 || me.Number == 1205
+	}
+	// SQLite: SQLITE_BUSY (5) or SQLITE_LOCKED (6), extended codes too,
+	// when another process held the database past the busy timeout.
+	var se interface{ Code() int }
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == 5 || c == 6
 	}
 	return false
 }
@@ -191,6 +338,19 @@ type allocInsert struct {
 }
 
 func (s *Service) writeAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[string]int64, multi bool) error {
+	apply, err := s.planAllocations(tx, ws, typeIDs, multi)
+	if err != nil {
+		return err
+	}
+	return apply(tx)
+}
+
+// planAllocations does the reading half of an allocation write inside tx
+// (consumer generations, providers, inventory, usage, capacity) and
+// returns the writing half. Every request error comes from here, before
+// anything is written; apply fails only on a lost race or a database
+// error.
+func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[string]int64, multi bool) (func(tx *gorm.DB) error, error) {
 	t := now()
 	uuids := make([]string, len(ws))
 	for i, w := range ws {
@@ -201,7 +361,7 @@ func (s *Service) writeAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[
 	// upstream checks it before looking at providers.
 	existing, err := readConsumers(tx, uuids)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, w := range ws {
 		if !w.CheckGeneration {
@@ -210,9 +370,9 @@ func (s *Service) writeAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[
 		c := existing[w.UUID]
 		switch {
 		case c == nil && w.Generation != nil:
-			return Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected null but got %d", *w.Generation)
+			return nil, Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected null but got %d", *w.Generation)
 		case c != nil && (w.Generation == nil || *w.Generation != c.generation):
-			return Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected %d but got %s", c.generation, pyOptInt(w.Generation))
+			return nil, Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected %d but got %s", c.generation, pyOptInt(w.Generation))
 		}
 	}
 
@@ -229,11 +389,11 @@ func (s *Service) writeAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[
 	}
 	providers, err := readProvidersByUUID(tx, rpUUIDs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, rp := range rpUUIDs {
 		if providers[rp] == nil {
-			return BadRequest("Allocation for resource provider '%s' that does not exist.", rp)
+			return nil, BadRequest("Allocation for resource provider '%s' that does not exist.", rp)
 		}
 	}
 
@@ -252,29 +412,29 @@ func (s *Service) writeAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[
 		rows, err := tx.Raw(`SELECT DISTINCT rp.id, rp.generation FROM allocations a
  JOIN resource_providers rp ON rp.id = a.resource_provider_id WHERE a.consumer_id IN ?`, clearing).Rows()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for rows.Next() {
 			var id, gen int64
 			if err := rows.Scan(&id, &gen); err != nil {
 				rows.Close()
-				return err
+				return nil, err
 			}
 			bump[id] = gen
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 
 	// Inventory and usage of every (provider, class) being allocated.
 	inv, err := s.readInventoryUsage(tx, ws, providers, uuids)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.checkInventoryPresent(tx, ws, providers, inv, multi); err != nil {
-		return err
+		return nil, err
 	}
 	var inserts []allocInsert
 	needed := map[capKey]int64{}
@@ -287,7 +447,7 @@ func (s *Service) writeAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[
 				k := capKey{rp.id, class}
 				in := inv[k]
 				if n < in.minUnit || n > in.maxUnit || n%in.stepSize != 0 {
-					return Conflict("", "Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would violate inventory constraints.", class, rpUUID)
+					return nil, Conflict("", "Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would violate inventory constraints.", class, rpUUID)
 				}
 				needed[k] += n
 				// Usage by everyone else plus what this request asks
@@ -297,38 +457,40 @@ func (s *Service) writeAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[
 				after := in.usedAll - in.usedOwn + needed[k]
 				capacity := float64(in.total-in.reserved) * in.ratio
 				if capacity < float64(after) && after > in.usedAll {
-					return Conflict("", "Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would exceed the capacity.", class, rpUUID)
+					return nil, Conflict("", "Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would exceed the capacity.", class, rpUUID)
 				}
 				inserts = append(inserts, allocInsert{rp: rp.id, consumer: w.UUID, classID: in.classID, used: n})
 			}
 		}
 	}
 
-	// Replace the consumers' allocations.
-	if err := tx.Exec("DELETE FROM allocations WHERE consumer_id IN ?", uuids).Error; err != nil {
-		return err
-	}
-	if err := insertAllocations(tx, inserts, t); err != nil {
-		return err
-	}
-
-	// Optimistic generation bumps, providers in id order (a fixed lock
-	// order, so two writers never deadlock on each other's rows).
-	ids := make([]int64, 0, len(bump))
-	for id := range bump {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
-		if err := bumpGeneration(tx, id, bump[id], t); err != nil {
-			var pe *Error
-			if errors.As(err, &pe) && pe.Code == CodeConcurrentUpdate {
-				return &errRetry{msgProviderRace}
-			}
+	return func(tx *gorm.DB) error {
+		// Replace the consumers' allocations.
+		if err := tx.Exec("DELETE FROM allocations WHERE consumer_id IN ?", uuids).Error; err != nil {
 			return err
 		}
-	}
-	return s.writeConsumers(tx, ws, existing, typeIDs, t)
+		if err := insertAllocations(tx, inserts, t); err != nil {
+			return err
+		}
+
+		// Optimistic generation bumps, providers in id order (a fixed lock
+		// order, so two writers never deadlock on each other's rows).
+		ids := make([]int64, 0, len(bump))
+		for id := range bump {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+		for _, id := range ids {
+			if err := bumpGeneration(tx, id, bump[id], t); err != nil {
+				var pe *Error
+				if errors.As(err, &pe) && pe.Code == CodeConcurrentUpdate {
+					return &errRetry{msgProviderRace}
+				}
+				return err
+			}
+		}
+		return s.writeConsumers(tx, ws, existing, typeIDs, t)
+	}, nil
 }
 
 // writeConsumers creates, updates (bumping the generation optimistically)
@@ -571,24 +733,31 @@ func allocKeys[V any](m map[string]V) []string {
 // DeleteAllocations removes every allocation of a consumer and the
 // consumer itself. Provider generations are not bumped (as upstream).
 func (s *Service) DeleteAllocations(ctx context.Context, consumerUUID string) error {
-	var last error
-	for attempt := 0; attempt < allocationRetries; attempt++ {
-		err := s.writeTx(ctx, func(tx *gorm.DB) error {
-			res := tx.Exec("DELETE FROM allocations WHERE consumer_id = ?", consumerUUID)
-			if res.Error != nil {
-				return res.Error
-			}
-			if res.RowsAffected == 0 {
-				return NotFound("No allocations for consumer '%s'", consumerUUID)
+	plan := func(tx *gorm.DB) (func(tx *gorm.DB) error, error) {
+		var n int64
+		if err := tx.Raw("SELECT COUNT(*) FROM allocations WHERE consumer_id = ?", consumerUUID).Scan(&n).Error; err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, NotFound("No allocations for consumer '%s'", consumerUUID)
+		}
+		return func(tx *gorm.DB) error {
+			if err := tx.Exec("DELETE FROM allocations WHERE consumer_id = ?", consumerUUID).Error; err != nil {
+				return err
 			}
 			return tx.Exec("DELETE FROM consumers WHERE uuid = ?", consumerUUID).Error
-		})
-		if err == nil || !isLockConflict(err) {
-			return wrap("delete allocations", err)
-		}
-		last = err
+		}, nil
 	}
-	return wrap("delete allocations", last)
+	var err error
+	for attempt := 0; attempt < allocationRetries; attempt++ {
+		if err = s.runWrite(ctx, plan); err == nil || !isLockConflict(err) {
+			break
+		}
+	}
+	if isLockConflict(err) {
+		return Conflict(CodeConcurrentUpdate, "Allocations of consumer %s changed while attempting to delete them. Please retry.", consumerUUID)
+	}
+	return wrap("delete allocations", err)
 }
 
 // ProviderResources is what a consumer holds on one provider.
