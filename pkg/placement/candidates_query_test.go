@@ -61,10 +61,10 @@ func TestParseCandidatesQuery(t *testing.T) {
 	}
 	want := &candidates.Request{
 		Groups: []candidates.Group{
-			{Suffix: "", Resources: []candidates.Resource{{"VCPU", 1}, {"MEMORY_MB", 64}},
+			{Suffix: "", Resources: []candidates.Resource{{Class: "VCPU", Amount: 1}, {Class: "MEMORY_MB", Amount: 64}},
 				RequiredTraits: [][]string{{"A"}, {"C", "D"}}, ForbiddenTraits: []string{"B"},
 				MemberOf: [][]string{{"aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", "bbbbbbbb-aaaa-4aaa-8aaa-aaaaaaaaaaaa"}}},
-			{Suffix: "_X", UseSameProvider: true, Resources: []candidates.Resource{{"FPGA", 1}}, RequiredTraits: [][]string{{"E"}}},
+			{Suffix: "_X", UseSameProvider: true, Resources: []candidates.Resource{{Class: "FPGA", Amount: 1}}, RequiredTraits: [][]string{{"E"}}},
 		},
 		GroupPolicy: "isolate", Limit: 3, RootRequired: []string{"R"}, RootForbidden: []string{"S"},
 		SameSubtrees: [][]string{{"_X"}}, NestedAware: true,
