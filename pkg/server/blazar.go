@@ -51,6 +51,9 @@ func (s *Server) setupBlazar(ctx context.Context, psvc *placement.Service) (http
 	if err != nil {
 		return nil, fmt.Errorf("config: events.poll_interval: %w", err)
 	}
+	if poll <= 0 || poll > time.Second {
+		poll = time.Second // events made by another process are seen within 1s
+	}
 	claim, err := time.ParseDuration(bc.Events.ClaimTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("config: events.claim_timeout: %w", err)

@@ -47,7 +47,8 @@ type Runner interface {
 
 // Config tunes the manager.
 type Config struct {
-	// Poll bounds the sleep between two looks at the database (≤ 1s).
+	// Poll bounds the sleep between two looks at the database (default
+	// 1s; the server never configures more than 1s).
 	Poll time.Duration
 	// ClaimTimeout is how old a claim must be to be taken back.
 	ClaimTimeout time.Duration
@@ -77,7 +78,7 @@ var runnable = []string{leases.EventBeforeEnd, leases.EventEnd, leases.EventStar
 
 // New returns a manager; now is the clock (time.Now in production).
 func New(d *db.DB, run Runner, cfg Config, now func() time.Time) *Manager {
-	if cfg.Poll <= 0 || cfg.Poll > time.Second {
+	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
 	}
 	if cfg.ClaimTimeout <= 0 {

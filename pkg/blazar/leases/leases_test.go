@@ -62,7 +62,9 @@ func hostsOf(t *testing.T, svc *leases.Service, leaseID string) []string {
 }
 
 func TestCreateShape(t *testing.T) {
-	svc, _ := setup(t, 3, func(i int) map[string]string { return map[string]string{"gpu": map[bool]string{true: "true", false: "false"}[i == 2]} }, leasestest.Options{})
+	svc, _ := setup(t, 3, func(i int) map[string]string {
+		return map[string]string{"gpu": map[bool]string{true: "true", false: "false"}[i == 2]}
+	}, leasestest.Options{})
 	v := create(t, svc, owner, "lease1", "2030-01-02 12:00", "2030-01-03 12:00",
 		leasestest.HostReservation(1, 1, "", `["==", "$gpu", "true"]`))
 	b, _ := json.Marshal(v)

@@ -1,0 +1,278 @@
+package events_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/blazar/events"
+	"github.com/leasehold/leasehold/pkg/blazar/leases"
+	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
+	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/db/dbtest"
+)
+
+var t0 = time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC)
+
+var owner = leases.Caller{UserID: "u1", ProjectID: "p1"}
+
+// counter wraps a Runner and counts, per event, the runs that committed.
+type counter struct {
+	next events.Runner
+	mu   sync.Mutex
+	runs map[string]int
+	log  []string
+}
+
+func (c *counter) RunEvent(ctx context.Context, ev models.Event, claimant string) error {
+	err := c.next.RunEvent(ctx, ev, claimant)
+	if err == nil {
+		c.mu.Lock()
+		c.runs[ev.ID]++
+		c.log = append(c.log, ev.LeaseID+":"+ev.EventType)
+		c.mu.Unlock()
+	}
+	return err
+}
+
+func newCounter(r events.Runner) *counter { return &counter{next: r, runs: map[string]int{}} }
+
+func create(t *testing.T, svc *leases.Service, name, start, end string, nHosts int) *leases.View {
+	t.Helper()
+	v, err := svc.Create(context.Background(), owner, leases.CreateRequest{Name: name, StartDate: start, EndDate: end,
+		Reservations: []map[string]any{leasestest.HostReservation(nHosts, nHosts, "", "")}})
+	if err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+	return v
+}
+
+func get(t *testing.T, svc *leases.Service, id string) *leases.View {
+	t.Helper()
+	v, err := svc.Get(context.Background(), leases.Caller{Admin: true}, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func eventStatuses(v *leases.View) map[string]string {
+	m := map[string]string{}
+	for _, e := range v.Events {
+		m[e.EventType] = e.Status
+	}
+	return m
+}
+
+func TestStartNowAndEnd(t *testing.T) {
+	d := dbtest.Open(t)
+	clock := leasestest.NewClock(t0.Add(20 * time.Second))
+	svc, _ := leasestest.New(d, leasestest.NewHosts(2, nil), clock, leasestest.Options{MinutesBeforeEndLease: 60})
+	m := events.New(d, svc, events.Config{}, clock.Now)
+	ctx := context.Background()
+	a := create(t, svc, "a", "now", "2030-01-01 12:00", 2)
+	if n, err := m.RunDue(ctx); err != nil || n != 1 {
+		t.Fatalf("RunDue = %d, %v; want the start event", n, err)
+	}
+	v := get(t, svc, a.ID)
+	if v.Status != "ACTIVE" || v.Reservations[0]["status"] != "active" {
+		t.Fatalf("after start: lease %s, reservation %v", v.Status, v.Reservations[0]["status"])
+	}
+	clock.Set(time.Date(2030, 1, 1, 11, 0, 0, 0, time.UTC))
+	if n, err := m.RunDue(ctx); err != nil || n != 1 {
+		t.Fatalf("RunDue at before_end = %d, %v", n, err)
+	}
+	clock.Set(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
+	if n, err := m.RunDue(ctx); err != nil || n != 1 {
+		t.Fatalf("RunDue at end = %d, %v", n, err)
+	}
+	v = get(t, svc, a.ID)
+	want := map[string]string{"start_lease": "DONE", "before_end_lease": "DONE", "end_lease": "DONE"}
+	if diff := cmp.Diff(want, eventStatuses(v)); diff != "" || v.Status != "TERMINATED" || v.Reservations[0]["status"] != "deleted" {
+		t.Fatalf("after end: %s %v (-want +got events): %s", v.Status, v.Reservations[0]["status"], diff)
+	}
+	var n int64
+	d.Raw("SELECT COUNT(*) FROM computehost_allocations").Scan(&n)
+	if n != 0 {
+		t.Errorf("%d allocations left after the end", n)
+	}
+	// The hosts are free for a new lease at once.
+	create(t, svc, "b", "now", "2030-01-01 13:00", 2)
+}
+
+func TestBackToBackLeasesHandOver(t *testing.T) {
+	d := dbtest.Open(t)
+	clock := leasestest.NewClock(t0)
+	svc, _ := leasestest.New(d, leasestest.NewHosts(1, nil), clock, leasestest.Options{})
+	c := newCounter(svc)
+	m := events.New(d, c, events.Config{}, clock.Now)
+	ctx := context.Background()
+	a := create(t, svc, "a", "2030-01-01 11:00", "2030-01-01 12:00", 1)
+	b := create(t, svc, "b", "2030-01-01 12:00", "2030-01-01 13:00", 1)
+	// The manager was down: everything up to 12:00 runs at once, in order.
+	clock.Set(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
+	if _, err := m.RunDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{a.ID + ":start_lease", a.ID + ":end_lease", b.ID + ":start_lease"}
+	if diff := cmp.Diff(want, c.log); diff != "" {
+		t.Fatalf("order (-want +got): %s", diff)
+	}
+	if s := get(t, svc, a.ID).Status; s != "TERMINATED" {
+		t.Errorf("a is %s", s)
+	}
+	if s := get(t, svc, b.ID).Status; s != "ACTIVE" {
+		t.Errorf("b is %s", s)
+	}
+}
+
+func TestStaleClaimTakenBack(t *testing.T) {
+	d := dbtest.Open(t)
+	clock := leasestest.NewClock(t0)
+	svc, _ := leasestest.New(d, leasestest.NewHosts(1, nil), clock, leasestest.Options{})
+	ctx := context.Background()
+	a := create(t, svc, "a", "now", "2030-01-01 12:00", 1)
+	// A dead manager claimed the start event and never finished.
+	old := t0.Add(-10 * time.Minute)
+	if err := d.Model(&models.Event{}).Where("lease_id = ? AND event_type = ?", a.ID, "start_lease").
+		Updates(map[string]any{"status": "IN_PROGRESS", "claimed_by": "dead", "claimed_at": old}).Error; err != nil {
+		t.Fatal(err)
+	}
+	m := events.New(d, svc, events.Config{ClaimTimeout: 15 * time.Minute}, clock.Now)
+	if n, _ := m.RunDue(ctx); n != 0 {
+		t.Fatalf("a fresh claim was taken back")
+	}
+	// The dead manager cannot finish it either once it is taken back.
+	clock.Add(6 * time.Minute)
+	if n, err := m.RunDue(ctx); err != nil || n != 1 {
+		t.Fatalf("RunDue after the claim timeout = %d, %v", n, err)
+	}
+	var ev models.Event
+	d.Where("lease_id = ? AND event_type = ?", a.ID, "start_lease").Take(&ev)
+	if err := svc.RunEvent(ctx, ev, "dead"); err == nil {
+		t.Fatal("the dead claimant could still complete the event")
+	}
+	if s := get(t, svc, a.ID).Status; s != "ACTIVE" {
+		t.Errorf("lease is %s", s)
+	}
+}
+
+// openTwice opens the same database through two pools, as two processes
+// would.
+func openTwice(t *testing.T, dialect db.Dialect) (*db.DB, *db.DB) {
+	t.Helper()
+	u := dbtest.URLDialect(t, dialect)
+	ctx := context.Background()
+	var out [2]*db.DB
+	for i := range out {
+		d, err := db.Open(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		out[i] = d
+	}
+	if err := out[0].Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return out[0], out[1]
+}
+
+// TestExactlyOnceTwoManagers runs two managers (each with its own
+// connection pool and lease service, as two processes) concurrently over
+// the same events: every event runs exactly once.
+func TestExactlyOnceTwoManagers(t *testing.T) {
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			d1, d2 := openTwice(t, dialect)
+			clock := leasestest.NewClock(t0)
+			hosts := leasestest.NewHosts(40, nil)
+			svc1, _ := leasestest.New(d1, hosts, clock, leasestest.Options{MinutesBeforeEndLease: 30})
+			svc2, _ := leasestest.New(d2, hosts, clock, leasestest.Options{MinutesBeforeEndLease: 30})
+			const n = 40
+			var ids []string
+			for i := range n {
+				start := t0.Add(time.Duration(i%5) * time.Minute)
+				v := create(t, svc1, fmt.Sprint("l", i), start.Format("2006-01-02 15:04"), start.Add(time.Hour).Format("2006-01-02 15:04"), 1)
+				ids = append(ids, v.ID)
+			}
+			c1, c2 := newCounter(svc1), newCounter(svc2)
+			m1 := events.New(d1, c1, events.Config{ID: "m1"}, clock.Now)
+			m2 := events.New(d2, c2, events.Config{ID: "m2"}, clock.Now)
+			ctx := context.Background()
+			for _, at := range []time.Duration{2 * time.Minute, 10 * time.Minute, 45 * time.Minute, 2 * time.Hour} {
+				clock.Set(t0.Add(at))
+				var wg sync.WaitGroup
+				for _, m := range []*events.Manager{m1, m2} {
+					wg.Go(func() {
+						for range 3 {
+							if _, err := m.RunDue(ctx); err != nil {
+								t.Errorf("%s: %v", m.ID(), err)
+							}
+						}
+					})
+				}
+				wg.Wait()
+			}
+			var evs []models.Event
+			if err := d1.Find(&evs).Error; err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) != 3*n {
+				t.Fatalf("%d events, want %d", len(evs), 3*n)
+			}
+			for _, e := range evs {
+				runs := c1.runs[e.ID] + c2.runs[e.ID]
+				if runs != 1 || e.Status != "DONE" {
+					t.Errorf("event %s (%s): ran %d times, status %s", e.ID, e.EventType, runs, e.Status)
+				}
+			}
+			if m1.Ran.Load()+m2.Ran.Load() != 3*n {
+				t.Errorf("managers ran %d + %d events, want %d", m1.Ran.Load(), m2.Ran.Load(), 3*n)
+			}
+			t.Logf("manager 1 ran %d, manager 2 ran %d", m1.Ran.Load(), m2.Ran.Load())
+			for _, id := range ids {
+				if s := get(t, svc1, id).Status; s != "TERMINATED" {
+					t.Errorf("lease %s is %s", id, s)
+				}
+			}
+		})
+	}
+}
+
+// TestRunLoopWakesOnNotify: the loop runs a "now" lease's start without
+// waiting for a poll when the service notifies it.
+func TestRunLoopWakesOnNotify(t *testing.T) {
+	d := dbtest.Open(t)
+	clock := leasestest.NewClock(t0)
+	svc, _ := leasestest.New(d, leasestest.NewHosts(1, nil), clock, leasestest.Options{})
+	started := make(chan struct{}, 10)
+	m := events.New(d, runFunc(func(ctx context.Context, ev models.Event, c string) error {
+		err := svc.RunEvent(ctx, ev, c)
+		started <- struct{}{}
+		return err
+	}), events.Config{Poll: time.Hour}, clock.Now) // the poll alone would never fire
+	svc.OnEventsChanged(m.Notify)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	create(t, svc, "a", "now", "2030-01-01 12:00", 1)
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the loop did not wake up on Notify (its poll is an hour)")
+	}
+	cancel()
+	<-done
+}
+
+type runFunc func(ctx context.Context, ev models.Event, claimant string) error
+
+func (f runFunc) RunEvent(ctx context.Context, ev models.Event, claimant string) error {
+	return f(ctx, ev, claimant)
+}
