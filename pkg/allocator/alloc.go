@@ -309,11 +309,12 @@ func (c *Cluster) tryAlloc(statScope scope, cands []int, inst *Instance, count i
 		}
 	case 2:
 		ok := false
+		perGroup := map[int]int{}
 		for _, p := range cands {
-			for _, s := range cands {
-				if s != p && c.Nodes[s].Group == c.Nodes[p].Group {
-					ok = true
-				}
+			perGroup[c.Nodes[p].Group]++
+			if perGroup[c.Nodes[p].Group] > 1 {
+				ok = true
+				break
 			}
 		}
 		if !ok {
@@ -327,6 +328,12 @@ func (c *Cluster) tryAlloc(statScope scope, cands []int, inst *Instance, count i
 		base = c.statsOf(statScope)
 	}
 	checkN1 := !ded && !opts.NoCapacityChecks
+	if !ded {
+		if count == 1 {
+			return c.trySinglesNormal(statScope, base, cands, inst, opts, checkN1), nil
+		}
+		return c.tryPairsNormal(statScope, base, cands, inst, opts, checkN1), nil
+	}
 	sol := &Solution{}
 	if count == 1 {
 		var ok []Placement

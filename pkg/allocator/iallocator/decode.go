@@ -534,3 +534,5 @@ func parseBaseInstance(name string, o *obj) (allocator.Instance, error) {
 	}
 	return inst, nil
 }
+
+func (r *Request) opts() allocator.Options { return allocator.Options{} }

@@ -28,6 +28,7 @@ func orderedObject(raw json.RawMessage, what string) ([]member, error) {
 		return nil, fmt.Errorf("%s: expected a JSON object", what)
 	}
 	var out []member
+	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -41,11 +42,10 @@ func orderedObject(raw json.RawMessage, what string) ([]member, error) {
 		if err := dec.Decode(&v); err != nil {
 			return nil, fmt.Errorf("%s: key %q: %w", what, key, err)
 		}
-		for _, m := range out {
-			if m.Key == key {
-				return nil, fmt.Errorf("%s: duplicate key %q", what, key)
-			}
+		if seen[key] {
+			return nil, fmt.Errorf("%s: duplicate key %q", what, key)
 		}
+		seen[key] = true
 		out = append(out, member{key, v})
 	}
 	if _, err := dec.Token(); err != nil {

@@ -1,0 +1,348 @@
+package allocator
+
+import (
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+)
+
+// Fast paths of the normal-group allocation. Scores are computed with
+// exactly the floating-point operations of htools' incremental update
+// (so that they are bit-identical to hail's), but without copying node
+// states or statistics per candidate: a candidate costs O(1) and a few
+// dozen flops, and only the candidates that reach the N+1 check are
+// rebuilt in full.
+
+// scoreWith is the metric of st after one more node update old -> new,
+// computed without modifying st. locAdj is added to the location sum
+// before the update and mapExtra replaces the map component: the
+// operations are those of st.update followed by st.Score.
+func (st *Stats) scoreWith(old *Node, ov, nv *[nComp]float64, mapExtra int, locAdj float64) float64 {
+	online := !old.Offline
+	total := 0.0
+	for k := 0; k < nComp; k++ {
+		var val float64
+		switch compKind[k] {
+		case aggSum:
+			s := st.s[k]
+			if k == cLocation {
+				s += locAdj
+			}
+			if compOnline[k] == online {
+				s = s + (nv[k] - ov[k])
+			}
+			val = s
+		case aggSD:
+			v := st.v[k]
+			if compOnline[k] == online {
+				n, s := st.n[k], st.s[k]
+				x, y := ov[k], nv[k]
+				ds := y - x
+				dss := y*y - x*x
+				dnnvar := (n*dss - 2*s*ds) - ds*ds
+				v = max(0, v+dnnvar/(n*n))
+			}
+			val = math.Sqrt(v)
+		case aggMap:
+			val = float64(mapExtra)
+		}
+		total += ComponentWeights[k] * val
+	}
+	return total
+}
+
+// lightCand is a scored candidate: the other node and the score.
+type lightCand struct {
+	node  int32
+	score float64
+}
+
+// primaryResult is the outcome for one primary of a mirrored allocation.
+type primaryResult struct {
+	fails  failCounts
+	allocs int
+	best   *Placement
+}
+
+// tryPairsNormal evaluates every (primary, secondary) pair of cands in the
+// normal metric, with hail's selection: per primary the best-scored pair
+// that passes the global N+1 check (ties to the later secondary), then
+// the best over primaries (ties to the later primary). Primaries are
+// spread over the CPUs; the result does not depend on it.
+func (c *Cluster) tryPairsNormal(sc scope, base *Stats, cands []int, inst *Instance, opts *Options, checkN1 bool) *Solution {
+	if checkN1 {
+		c.n1base(sc) // fill the shared cache before the workers read it
+	}
+	ov := make([][nComp]float64, len(c.Nodes))
+	for _, i := range cands {
+		ov[i] = nodeValues(&c.Nodes[i])
+	}
+	results := make([]primaryResult, len(cands))
+	work := func(from, to int) {
+		var buf []lightCand
+		for k := from; k < to; k++ {
+			results[k] = c.onePrimary(sc, base, cands, cands[k], inst, opts, checkN1, ov, &buf)
+		}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if workers > 1 && len(cands) >= 64 {
+		var wg sync.WaitGroup
+		chunk := (len(cands) + workers - 1) / workers
+		for from := 0; from < len(cands); from += chunk {
+			to := min(from+chunk, len(cands))
+			wg.Go(func() { work(from, to) })
+		}
+		wg.Wait()
+	} else {
+		work(0, len(cands))
+	}
+	sol := &Solution{}
+	for k := range results {
+		r := &results[k]
+		for m := range r.fails {
+			sol.Fails[m] += r.fails[m]
+		}
+		sol.Allocs += r.allocs
+		if r.best != nil && (sol.Best == nil || !sol.Best.less(r.best)) {
+			sol.Best = r.best
+		}
+	}
+	return sol
+}
+
+func (c *Cluster) onePrimary(sc scope, base *Stats, cands []int, p int, inst *Instance, opts *Options, checkN1 bool, ov [][nComp]float64, buf *[]lightCand) primaryResult {
+	var res primaryResult
+	pn := &c.Nodes[p]
+	nSec := 0
+	for _, s := range cands {
+		if s != p && c.Nodes[s].Group == pn.Group {
+			nSec++
+		}
+	}
+	if f := inst.MatchesPolicy(pn.Policy, pn.ExclStorage); f != FailNone {
+		res.fails[f] += nSec
+		return res
+	}
+	inst0 := *inst
+	inst0.PNode, inst0.LocationScore = p, 0
+	newP, f := pn.addPri(&inst0, opts.IgnoreSoftErrors)
+	if f != FailNone {
+		res.fails[f] += nSec
+		return res
+	}
+	var pairs [][2]string
+	if !inst.Forthcoming {
+		pairs = pn.locExclPairs(inst)
+	}
+	stP := *base
+	nvP := nodeValues(&newP)
+	stP.update(pn, &newP, &ov[p], &nvP)
+	extra := base.mapExtra + base.addPairsExtra(pairs)
+	*buf = (*buf)[:0]
+	for _, s := range cands {
+		if s == p || c.Nodes[s].Group != pn.Group {
+			continue
+		}
+		sn := &c.Nodes[s]
+		inst0.SNode = s
+		newS, f := sn.addSec(&inst0, p, false, false)
+		if f != FailNone {
+			res.fails[f]++
+			continue
+		}
+		res.allocs++
+		ls := countCommon(pn.LocTags, sn.LocTags)
+		if pn.Offline {
+			ls = 0 // the primary's statistics are not online ones
+		}
+		nvS := nodeValues(&newS)
+		score := stP.scoreWith(sn, &ov[s], &nvS, extra, float64(ls))
+		*buf = append(*buf, lightCand{node: int32(s), score: score})
+	}
+	cs := *buf
+	if len(cs) == 0 {
+		return res
+	}
+	// the best (ties: later secondary)
+	bi := 0
+	for i := range cs {
+		if !(cs[bi].score < cs[i].score) {
+			bi = i
+		}
+	}
+	build := func(lc lightCand) *Placement {
+		pl, f := c.evalPair(base, inst, p, int(lc.node), opts, false)
+		if f != FailNone {
+			panic("allocator: candidate became infeasible")
+		}
+		pl.Score = lc.score
+		return &pl
+	}
+	if !checkN1 {
+		res.best = build(cs[bi])
+		return res
+	}
+	if pl := build(cs[bi]); c.globalN1(sc, pl) {
+		res.best = pl
+		return res
+	}
+	// hail's order: the list in reverse candidate order, stably sorted
+	order := slices.Clone(cs)
+	slices.Reverse(order)
+	slices.SortStableFunc(order, func(a, b lightCand) int {
+		switch {
+		case a.score < b.score:
+			return -1
+		case b.score < a.score:
+			return 1
+		}
+		return 0
+	})
+	for i := 1; i < len(order); i++ {
+		if pl := build(order[i]); c.globalN1(sc, pl) {
+			res.best = pl
+			res.fails[FailN1] += i
+			res.allocs -= i
+			return res
+		}
+	}
+	res.fails[FailN1] += len(order)
+	res.allocs -= len(order)
+	return res
+}
+
+// trySinglesNormal is the single-node allocation in the normal metric.
+func (c *Cluster) trySinglesNormal(sc scope, base *Stats, cands []int, inst *Instance, opts *Options, checkN1 bool) *Solution {
+	sol := &Solution{}
+	var cs []lightCand
+	for _, p := range cands {
+		pn := &c.Nodes[p]
+		if f := inst.MatchesPolicy(pn.Policy, pn.ExclStorage); f != FailNone {
+			sol.Fails[f]++
+			continue
+		}
+		in := *inst
+		in.PNode, in.SNode = p, -1
+		newP, f := pn.addPri(&in, opts.IgnoreSoftErrors)
+		if f != FailNone {
+			sol.Fails[f]++
+			continue
+		}
+		sol.Allocs++
+		var pairs [][2]string
+		if !inst.Forthcoming {
+			pairs = pn.locExclPairs(inst)
+		}
+		ov, nv := nodeValues(pn), nodeValues(&newP)
+		cs = append(cs, lightCand{node: int32(p), score: base.scoreWith(pn, &ov, &nv, base.mapExtra+base.addPairsExtra(pairs), 0)})
+	}
+	if len(cs) == 0 {
+		return sol
+	}
+	build := func(lc lightCand) Placement {
+		pl, _ := c.evalSingle(base, inst, int(lc.node), opts, false)
+		pl.Score = lc.score
+		return pl
+	}
+	if !checkN1 {
+		bi := 0
+		for i := range cs {
+			if !(cs[bi].score < cs[i].score) {
+				bi = i
+			}
+		}
+		// exact ties as hail: refine the near-tied best ones from scratch
+		pls := c.nearTies(sc, base, cs, cs[bi].score, build, opts)
+		b := pls[0]
+		sol.Best = &b
+		return sol
+	}
+	order := slices.Clone(cs)
+	slices.Reverse(order)
+	slices.SortStableFunc(order, func(a, b lightCand) int {
+		switch {
+		case a.score < b.score:
+			return -1
+		case b.score < a.score:
+			return 1
+		}
+		return 0
+	})
+	full := make([]Placement, 0, 8)
+	for i := 0; i < len(order); {
+		// the run of near-tied candidates starting at i, in hail's order
+		j := i + 1
+		eps := 1e-9 * max(1, abs(order[i].score))
+		for j < len(order) && order[j].score-order[i].score <= eps {
+			j++
+		}
+		full = full[:0]
+		for _, lc := range order[i:j] {
+			full = append(full, build(lc))
+		}
+		c.refineRun(sc, full, opts)
+		for k := range full {
+			if c.globalN1(sc, &full[k]) {
+				b := full[k]
+				sol.Best = &b
+				sol.Fails[FailN1] += i + k
+				sol.Allocs -= i + k
+				return sol
+			}
+		}
+		i = j
+	}
+	sol.Fails[FailN1] += len(order)
+	sol.Allocs -= len(order)
+	return sol
+}
+
+// nearTies returns the candidates within rounding distance of best, in
+// hail's order (exact scores when the budget allows).
+func (c *Cluster) nearTies(sc scope, base *Stats, cs []lightCand, best float64, build func(lightCand) Placement, opts *Options) []Placement {
+	eps := 1e-9 * max(1, abs(best))
+	var run []Placement
+	for k := len(cs) - 1; k >= 0; k-- { // reversed candidate order
+		if cs[k].score-best <= eps {
+			run = append(run, build(cs[k]))
+		}
+	}
+	slices.SortStableFunc(run, func(a, b Placement) int {
+		switch {
+		case a.Score < b.Score:
+			return -1
+		case b.Score < a.Score:
+			return 1
+		}
+		return 0
+	})
+	c.refineRun(sc, run, opts)
+	return run
+}
+
+// refineRun recomputes a run of near-tied single placements from scratch
+// in htools' summation order and re-sorts it (stable, so ties keep hail's
+// later-first order), when the budget allows.
+func (c *Cluster) refineRun(sc scope, run []Placement, opts *Options) {
+	budget := opts.ExactTieBudget
+	if budget == 0 {
+		budget = 4_000_000
+	}
+	if len(run) < 2 || budget < 0 || len(run)*len(sc.nodes) > budget {
+		return
+	}
+	for k := range run {
+		run[k].Score = c.scoreFromScratch(sc, &run[k])
+	}
+	slices.SortFunc(run, func(a, b Placement) int { return b.P - a.P })
+	slices.SortStableFunc(run, func(a, b Placement) int {
+		switch {
+		case a.Score < b.Score:
+			return -1
+		case b.Score < a.Score:
+			return 1
+		}
+		return 0
+	})
+}
