@@ -171,8 +171,8 @@ func TestGophercloudPlacement(t *testing.T) {
 
 	// A stale consumer generation is a 409 the client can recognise.
 	err = allocations.Update(ctx, c, vm1, allocations.UpdateOpts{
-		Allocations:        map[string]allocations.ProviderAllocationsOpts{cn.UUID: {Resources: map[string]int{"VCPU": 1}}},
-		ProjectID:          "proj-a", UserID: "user-a", ConsumerType: "INSTANCE", ConsumerGeneration: intp(7),
+		Allocations: map[string]allocations.ProviderAllocationsOpts{cn.UUID: {Resources: map[string]int{"VCPU": 1}}},
+		ProjectID:   "proj-a", UserID: "user-a", ConsumerType: "INSTANCE", ConsumerGeneration: intp(7),
 	}).ExtractErr()
 	if !gophercloud.ResponseCodeIs(err, http.StatusConflict) {
 		t.Errorf("stale consumer generation: %v, want 409", err)
