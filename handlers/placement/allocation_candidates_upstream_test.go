@@ -201,10 +201,5 @@ func normalizeAC(body map[string]any) map[string]any {
 	}
 	sort.Strings(reqs)
 	sums := body["provider_summaries"].(map[string]any)
-	for _, v := range sums {
-		if tl, ok := v.(map[string]any)["traits"].([]any); ok {
-			sort.Slice(tl, func(i, j int) bool { return tl[i].(string) < tl[j].(string) })
-		}
-	}
 	return map[string]any{"requests": reqs, "summaries": sums}
 }

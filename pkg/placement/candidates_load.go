@@ -157,7 +157,7 @@ func LoadSnapshotInto(tx *gorm.DB, b *candidates.Builder) (*candidates.Snapshot,
 	}); err != nil {
 		return nil, err
 	}
-	if err := each("SELECT name FROM traits", func(r *sql.Rows) error {
+	if err := each("SELECT name FROM traits ORDER BY id", func(r *sql.Rows) error {
 		var name string
 		if err := r.Scan(&name); err != nil {
 			return err
@@ -199,7 +199,7 @@ func LoadSnapshotInto(tx *gorm.DB, b *candidates.Builder) (*candidates.Snapshot,
 	}); err != nil {
 		return nil, err
 	}
-	if err := each("SELECT rpt.resource_provider_id, t.name FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id", func(r *sql.Rows) error {
+	if err := each("SELECT rpt.resource_provider_id, t.name FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id ORDER BY rpt.resource_provider_id, rpt.trait_id", func(r *sql.Rows) error {
 		var rp int64
 		var name string
 		if err := r.Scan(&rp, &name); err != nil {

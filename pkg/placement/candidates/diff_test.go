@@ -507,8 +507,10 @@ func summaryKeyOf(s Summary) string {
 		res = append(res, fmt.Sprintf("%s=%d/%d", r.Class, r.Capacity, r.Used))
 	}
 	sort.Strings(res)
+	ts := append([]string(nil), s.Traits...)
+	sort.Strings(ts)
 	return fmt.Sprintf("%s parent=%s root=%s res=%s traits=%s", s.UUID, s.ParentUUID, s.RootUUID,
-		strings.Join(res, ","), strings.Join(s.Traits, ","))
+		strings.Join(res, ","), strings.Join(ts, ","))
 }
 
 // ---- generators ----

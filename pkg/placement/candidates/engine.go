@@ -746,10 +746,11 @@ func (s *Snapshot) summaries(out []merged, nestedAware bool) []Summary {
 		for j, iv := range p.inv {
 			sm.Resources[j] = SummaryResource{Class: s.classes[iv.class], Capacity: iv.capacity, Used: iv.used}
 		}
+		// Traits in trait id order (the order the database lists them
+		// in, which upstream passes through).
 		for j, t := range p.traits {
 			sm.Traits[j] = s.traits[t]
 		}
-		sort.Strings(sm.Traits)
 		sums[i] = sm
 	}
 	return sums

@@ -77,7 +77,7 @@ type Summary struct {
 	ParentUUID string // "" for a root
 	RootUUID   string
 	Resources  []SummaryResource // class id order
-	Traits     []string          // sorted
+	Traits     []string          // trait id order
 }
 
 // Result is the answer to a Request.
