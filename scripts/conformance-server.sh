@@ -39,35 +39,20 @@ case "${CONFORMANCE_DB:-sqlite}" in
     exec "$BIN" "${args[@]}" --database "sqlite:///$DBPATH"
     ;;
   mysql)
-    server="${LEASEHOLD_TEST_MYSQL_DSN:-}"
-    re='^(mysql|mariadb)(\+[a-z0-9]+)?://([^:@/]+)(:([^@/]*))?@([^:/]+)(:([0-9]+))?/?'
-    if [[ ! "$server" =~ $re ]]; then
-      echo "conformance-server: CONFORMANCE_DB=mysql needs LEASEHOLD_TEST_MYSQL_DSN=mysql+pymysql://user:pw@host:port/ (got '${server:+set but unparsable}')" >&2
-      exit 2
-    fi
-    user="${BASH_REMATCH[3]}" pw="${BASH_REMATCH[5]}" host="${BASH_REMATCH[6]}" port="${BASH_REMATCH[8]:-3306}"
-    # scheme://user:pw@host:port/ (the database named in the URL, if any,
-    # and its query are dropped).
-    base="${BASH_REMATCH[0]%/}/"
-    name="lh_conf_$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-    client="$(command -v mariadb || command -v mysql || true)"
-    if [ -z "$client" ]; then
-      echo "conformance-server: mariadb client not installed (apt-get install mariadb-client)" >&2
-      exit 2
-    fi
-    sql() { MYSQL_PWD="$pw" "$client" --no-defaults --protocol=tcp -h"$host" -P"$port" -u"$user" -e "$1"; }
-    sql "CREATE DATABASE \`$name\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
-    child=""
+    url="$("$ROOT/scripts/mysql-db.sh" create lh_conf_)"
+    child="" cleaned=0
     cleanup() {
+      [ "$cleaned" = 1 ] && return
+      cleaned=1
       if [ -n "$child" ]; then
         kill -TERM "$child" 2>/dev/null || true
         wait "$child" 2>/dev/null || true
       fi
-      sql "DROP DATABASE IF EXISTS \`$name\`" || true
+      "$ROOT/scripts/mysql-db.sh" drop "$url" || true
     }
     trap 'cleanup; exit 0' TERM INT
     trap cleanup EXIT
-    "$BIN" "${args[@]}" --database "$base$name" &
+    "$BIN" "${args[@]}" --database "$url" &
     child=$!
     set +e
     wait "$child"
