@@ -182,6 +182,8 @@ func TestHostsGolden(t *testing.T) {
 		{Method: "DELETE", Path: "/os-hosts/1"},
 		{Method: "GET", Path: "/os-hosts/compute-1"},
 		{Method: "GET", Path: "/os-hosts"},
+		{Method: "PUT", Path: "/os-hosts/2", Body: `{"reservable": false}`},
+		{Method: "PUT", Path: "/os-hosts/2", Body: `{"reservable": "sometimes"}`},
 	})
 }
 

@@ -535,6 +535,22 @@ func jsonText(v any) (string, error) {
 	return string(b), err
 }
 
+// takeReservable removes the "reservable" key from caps and parses it
+// (Leasehold extension: it sets the host's flag instead of becoming a
+// capability that would shadow the field).
+func takeReservable(caps map[string]string) (*bool, error) {
+	v, ok := caps["reservable"]
+	if !ok {
+		return nil, nil
+	}
+	delete(caps, "reservable")
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "Malformed parameter `reservable`: %q is not true or false", v)
+	}
+	return &b, nil
+}
+
 func checkCapabilityKeys(caps map[string]string) error {
 	for k := range caps {
 		if strings.TrimSpace(k) == "" {
@@ -548,13 +564,18 @@ func checkCapabilityKeys(caps map[string]string) error {
 }
 
 // Create registers a host from a host-create body: the driver resolves
-// it and splits the body into the host's fields and extra capabilities.
+// it and splits the body into the host's fields and extra capabilities;
+// "reservable" (true/false, default true) sets the host's flag.
 func (s *Service) Create(ctx context.Context, body map[string]any) (*Host, error) {
 	strs, err := bodyStrings(body)
 	if err != nil {
 		return nil, err
 	}
 	details, caps, err := s.driver.DescribeHost(ctx, strs)
+	if err != nil {
+		return nil, err
+	}
+	reservable, err := takeReservable(caps)
 	if err != nil {
 		return nil, err
 	}
@@ -592,7 +613,7 @@ func (s *Service) Create(ctx context.Context, body map[string]any) (*Host, error
 			ID: details.ID, VCPUs: details.VCPUs, CPUInfo: details.CPUInfo, HypervisorType: details.HypervisorType,
 			HypervisorVersion: details.HypervisorVersion, HypervisorHostname: name, ServiceName: details.ServiceName,
 			MemoryMB: details.MemoryMB, LocalGB: details.LocalGB, AvailabilityZone: details.AvailabilityZone,
-			Reservable: true, ComputeProviderUUID: hp.ComputeUUID, ReservationProviderUUID: hp.ReservationUUID,
+			Reservable: reservable == nil || *reservable, ComputeProviderUUID: hp.ComputeUUID, ReservationProviderUUID: hp.ReservationUUID,
 			OwnsComputeProvider: hp.CreatedCompute, CreatedAt: t,
 		}
 		if err := tx.Create(&row).Error; err != nil {
@@ -717,12 +738,17 @@ func (s *Service) setCapabilities(ctx context.Context, tx *gorm.DB, hostID int64
 }
 
 // Update creates or updates extra capabilities from a flat body: every
-// key is a capability, even one named like a host field (as upstream).
+// key is a capability, even one named like a host field (as upstream),
+// except "reservable" (true/false), which sets the host's flag.
 func (s *Service) Update(ctx context.Context, id string, body map[string]any) (*Host, error) {
 	if len(body) == 0 {
 		return nil, errorf(http.StatusBadRequest, "No data to update")
 	}
 	caps, err := bodyStrings(body)
+	if err != nil {
+		return nil, err
+	}
+	reservable, err := takeReservable(caps)
 	if err != nil {
 		return nil, err
 	}
@@ -736,7 +762,11 @@ func (s *Service) Update(ctx context.Context, id string, body map[string]any) (*
 	var out *Host
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		t := s.now()
-		res := tx.Model(&models.ComputeHost{}).Where("id = ?", n).Update("updated_at", t)
+		updates := map[string]any{"updated_at": t}
+		if reservable != nil {
+			updates["reservable"] = *reservable
+		}
+		res := tx.Model(&models.ComputeHost{}).Where("id = ?", n).Updates(updates)
 		if res.Error != nil {
 			return res.Error
 		}

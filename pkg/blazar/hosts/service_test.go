@@ -525,3 +525,52 @@ func TestLookup(t *testing.T) {
 		}
 	}
 }
+
+func TestReservableFlag(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, _ := newService(t, d)
+		h1, err := s.Create(ctx, body("name", "c1", "reservable", "False"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h2, err := s.Create(ctx, body("name", "c2", "reservable", true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h1.Reservable || !h2.Reservable || len(h1.ExtraCapabilities) != 0 {
+			t.Fatalf("created %+v %+v", h1, h2)
+		}
+		names := func() []string {
+			hs, err := s.Reservable(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, h := range hs {
+				out = append(out, h.HypervisorHostname)
+			}
+			return out
+		}
+		if diff := cmp.Diff([]string{"c2"}, names()); diff != "" {
+			t.Errorf("reservable (-want +got):\n%s", diff)
+		}
+		up, err := s.Update(ctx, h1.ID, body("reservable", "true"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !up.Reservable || len(up.ExtraCapabilities) != 0 {
+			t.Errorf("after update %+v", up)
+		}
+		if _, err := s.Update(ctx, h2.ID, body("reservable", false, "rack", "r1")); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"c1"}, names()); diff != "" {
+			t.Errorf("reservable after updates (-want +got):\n%s", diff)
+		}
+		_, err = s.Update(ctx, h2.ID, body("reservable", "maybe"))
+		wantStatus(t, err, 400)
+		_, err = s.Create(ctx, body("name", "c3", "reservable", "maybe"))
+		wantStatus(t, err, 400)
+	})
+}
