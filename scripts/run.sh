@@ -24,7 +24,7 @@ leasehold $("$BIN" version | cut -d' ' -f2) is serving after ${ms} ms (database 
   P=http://$PLISTEN RP=6f3b0c8e-2a47-4c3e-9a59-6d0c2a0c1e11
   pl \$P/resource_providers -d '{"name": "compute-1", "uuid": "'\$RP'"}'
   pl -X PUT \$P/resource_providers/\$RP/inventories -d '{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 16384}}}'
-  pl -X PUT \$P/allocations/0b7c2d3e-1f2a-4b5c-8d9e-0a1b2c3d4e5f -d '{"allocations": {"'\$RP'": {"resources": {"VCPU": 2, "MEMORY_MB": 2048}}}, "project_id": "p1", "user_id": "u1", "consumer_generation": null}'
+  pl -X PUT \$P/allocations/0b7c2d3e-1f2a-4b5c-8d9e-0a1b2c3d4e5f -d '{"allocations": {"'\$RP'": {"resources": {"VCPU": 2, "MEMORY_MB": 2048}}}, "project_id": "p1", "user_id": "u1", "consumer_generation": null, "consumer_type": "INSTANCE"}'
   pl \$P/resource_providers/\$RP/usages
   Ctrl-C stops the server.
 

@@ -1,5 +1,5 @@
 -- wrk: PUT /allocations/{consumer} with a fresh consumer uuid per request
--- and consumer_generation null (microversion 1.39 >= 1.28), one VCPU and
+-- consumer_generation null and consumer_type INSTANCE (microversion 1.39), one VCPU and
 -- 16 MB of MEMORY_MB on a provider from $BENCH_PROVIDERS (round robin).
 local providers = {}
 for u in string.gmatch(os.getenv("BENCH_PROVIDERS") or "", "[^,]+") do
@@ -29,7 +29,7 @@ request = function()
   local consumer = string.format("%08x-%04x-4000-8000-%012d", nonce, tid, counter)
   local rp = providers[(counter % #providers) + 1]
   local body = '{"allocations": {"' .. rp .. '": {"resources": {"VCPU": 1, "MEMORY_MB": 16}}}, '
-    .. '"project_id": "bench-project", "user_id": "bench-user", "consumer_generation": null}'
+    .. '"project_id": "bench-project", "user_id": "bench-user", "consumer_generation": null, "consumer_type": "INSTANCE"}'
   return wrk.format(nil, "/allocations/" .. consumer, nil, body)
 end
 
