@@ -287,3 +287,55 @@ func TestOpenStackCLIHostsAndFloatingIPs(t *testing.T) {
 		t.Errorf("host show 7: exit %d\n%s", code, out)
 	}
 }
+
+// TestBlazarCLIReservedResources: a host or floating IP held by a lease
+// cannot be deleted, and the host allocations show the reservation.
+func TestBlazarCLIReservedResources(t *testing.T) {
+	RequireClients(t, "blazar")
+	srv := StartServer(t)
+	srv.MustRun(t, "blazar", "host-create", "compute-1", "--extra", "vcpus=4")
+	srv.MustRun(t, "blazar", "host-create", "compute-2", "--extra", "vcpus=1")
+	srv.MustRun(t, "blazar", "lease-create", "--physical-reservation", `min=1,max=1,hypervisor_properties=[">=", "$vcpus", "2"],resource_properties=`,
+		"--start-date", "2030-01-01 12:00", "--end-date", "2030-01-02 12:00", "lease1")
+	out, code := srv.Run(t, "blazar", "host-delete", "compute-1")
+	if code == 0 || !strings.Contains(out, "ERROR: Can't delete host 1. The host is reserved.") {
+		t.Errorf("host-delete of a reserved host: exit %d\n%s", code, out)
+	}
+	resp, err := http.Get(srv.Endpoint + "/os-hosts/allocations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var allocs struct {
+		Allocations []struct {
+			ResourceID   string `json:"resource_id"`
+			Reservations []struct {
+				StartDate string `json:"start_date"`
+				EndDate   string `json:"end_date"`
+			} `json:"reservations"`
+		} `json:"allocations"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&allocs)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(allocs.Allocations) != 2 || allocs.Allocations[0].ResourceID != "1" || len(allocs.Allocations[0].Reservations) != 1 ||
+		allocs.Allocations[0].Reservations[0].StartDate != "2030-01-01T12:00:00.000000" || len(allocs.Allocations[1].Reservations) != 0 {
+		t.Errorf("allocations: %+v", allocs)
+	}
+	// The unreserved host goes.
+	wantContains(t, srv.MustRun(t, "blazar", "host-delete", "compute-2"), "Deleted host: compute-2")
+
+	f := ParseShow(t, srv.MustRun(t, "blazar", "floatingip-create", fipNet, "192.0.2.10"))
+	srv.MustRun(t, "blazar", "lease-create", "--reservation",
+		`resource_type=virtual:floatingip,network_id=`+fipNet+`,amount=1,required_floatingips=["192.0.2.10"]`,
+		"--start-date", "2030-04-01 12:00", "--end-date", "2030-04-02 12:00", "lease-fip")
+	out, code = srv.Run(t, "blazar", "floatingip-delete", f["id"])
+	if code == 0 || !strings.Contains(out, "is reserved") {
+		t.Errorf("floatingip-delete of a reserved IP: exit %d\n%s", code, out)
+	}
+	srv.MustRun(t, "blazar", "lease-delete", "lease-fip")
+	srv.MustRun(t, "blazar", "floatingip-delete", f["id"])
+	srv.MustRun(t, "blazar", "lease-delete", "lease1")
+	wantContains(t, srv.MustRun(t, "blazar", "host-delete", "compute-1"), "Deleted host: compute-1")
+}
