@@ -55,6 +55,8 @@ func NewCluster(groups []Group, nodes []NodeSpec, insts []InstanceSpec, clusterT
 	c := &Cluster{Groups: groups, Rules: ParseClusterTags(clusterTags), ClusterTags: clusterTags}
 	for i := range c.Groups {
 		c.Groups[i].Idx = i
+		c.Groups[i].Policy.testSpecs = nil
+		c.Groups[i].Policy.testSpecs = testSpecs(&c.Groups[i].Policy)
 	}
 	var dsrdPrefixes []string
 	for _, t := range clusterTags {

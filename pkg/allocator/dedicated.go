@@ -40,6 +40,9 @@ func (a DedMetric) String() string {
 // testSpecs are the minimal specs of the policy's intervals, sorted by
 // disk size, largest first (stable).
 func testSpecs(p *Policy) []ISpec {
+	if p.testSpecs != nil {
+		return p.testSpecs
+	}
 	out := make([]ISpec, len(p.MinMax))
 	for i, mm := range p.MinMax {
 		out[i] = mm.Min

@@ -52,6 +52,114 @@ func (st *Stats) scoreWith(old *Node, ov, nv *[nComp]float64, mapExtra int, locA
 	return total
 }
 
+// primed is the metric of a state (stP) prepared for many one-node
+// updates: term[k] is component k's weighted value as it stands, used
+// as is when the update does not change that component's node value
+// (then htools' update is the identity, bit for bit).
+type primed struct {
+	st   *Stats
+	term [nComp]float64
+}
+
+func prime(st *Stats, locAdj float64) *primed {
+	p := &primed{st: st}
+	for k := 0; k < nComp; k++ {
+		var val float64
+		switch compKind[k] {
+		case aggSum:
+			val = st.s[k]
+			if k == cLocation {
+				val += locAdj
+			}
+		case aggSD:
+			val = math.Sqrt(st.v[k])
+		}
+		p.term[k] = ComponentWeights[k] * val
+	}
+	return p
+}
+
+// scoreWith is Stats.scoreWith using the precomputed terms for the
+// components the update leaves unchanged. The location term must have
+// been primed with the same locAdj (or the component must change).
+func (p *primed) scoreWith(old *Node, ov, nv *[nComp]float64, mapExtra int, locAdj float64) float64 {
+	st := p.st
+	online := !old.Offline
+	total := 0.0
+	for k := 0; k < nComp; k++ {
+		x, y := ov[k], nv[k]
+		if compKind[k] != aggMap && (x == y && !math.IsInf(x, 0) || compOnline[k] != online) && !(k == cLocation && locAdj != 0) {
+			total += p.term[k]
+			continue
+		}
+		var val float64
+		switch compKind[k] {
+		case aggSum:
+			s := st.s[k]
+			if k == cLocation {
+				s += locAdj
+			}
+			if compOnline[k] == online {
+				s = s + (y - x)
+			}
+			val = s
+		case aggSD:
+			v := st.v[k]
+			if compOnline[k] == online {
+				n, s := st.n[k], st.s[k]
+				ds := y - x
+				dss := y*y - x*x
+				dnnvar := (n*dss - 2*s*ds) - ds*ds
+				v = max(0, v+dnnvar/(n*n))
+			}
+			val = math.Sqrt(v)
+		case aggMap:
+			val = float64(mapExtra)
+		}
+		total += ComponentWeights[k] * val
+	}
+	return total
+}
+
+// scoreChanged is scoreWith for an update that changes exactly the
+// components listed in changed (ascending), with no location adjustment.
+func (p *primed) scoreChanged(old *Node, ov, nv *[nComp]float64, changed []int8, mapExtra int) float64 {
+	st := p.st
+	online := !old.Offline
+	total := 0.0
+	ci := 0
+	for k := 0; k < nComp; k++ {
+		if compKind[k] == aggMap {
+			total += ComponentWeights[k] * float64(mapExtra)
+			if ci < len(changed) && int(changed[ci]) == k {
+				ci++
+			}
+			continue
+		}
+		if ci >= len(changed) || int(changed[ci]) != k || compOnline[k] != online {
+			if ci < len(changed) && int(changed[ci]) == k {
+				ci++
+			}
+			total += p.term[k]
+			continue
+		}
+		ci++
+		x, y := ov[k], nv[k]
+		var val float64
+		if compKind[k] == aggSum {
+			val = st.s[k] + (y - x)
+		} else {
+			n, s := st.n[k], st.s[k]
+			ds := y - x
+			dss := y*y - x*x
+			dnnvar := (n*dss - 2*s*ds) - ds*ds
+			val = math.Sqrt(max(0, st.v[k]+dnnvar/(n*n)))
+		}
+		total += ComponentWeights[k] * val
+	}
+	return total
+}
+
 // lightCand is a scored candidate: the other node and the score.
 type lightCand struct {
 	node  int32
@@ -78,11 +186,41 @@ func (c *Cluster) tryPairsNormal(sc scope, base *Stats, cands []int, inst *Insta
 	for _, i := range cands {
 		ov[i] = nodeValues(&c.Nodes[i])
 	}
+	// A secondary's new state depends on the primary only through the
+	// memory it already reserves for that primary (peers): precompute it
+	// once per node for the common case of no such reservation.
+	gen := make([]genericSec, len(c.Nodes))
+	peerOf := map[int][]int{}
+	for _, i := range cands {
+		g := &gen[i]
+		in := *inst
+		in.SNode = i
+		g.node, g.fail = c.Nodes[i].addSec(&in, -2, false, false)
+		if g.fail == FailNone {
+			g.nv = nodeValues(&g.node)
+			for k := 0; k < nComp; k++ {
+				if !(ov[i][k] == g.nv[k] && !math.IsInf(ov[i][k], 0)) || c.Nodes[i].Offline {
+					g.changed = append(g.changed, int8(k))
+				}
+			}
+		}
+		for p := range c.Nodes[i].peers {
+			peerOf[p] = append(peerOf[p], i)
+		}
+	}
 	results := make([]primaryResult, len(cands))
 	work := func(from, to int) {
 		var buf []lightCand
+		special := make([]bool, len(c.Nodes))
 		for k := from; k < to; k++ {
-			results[k] = c.onePrimary(sc, base, cands, cands[k], inst, opts, checkN1, ov, &buf)
+			p := cands[k]
+			for _, s := range peerOf[p] {
+				special[s] = true
+			}
+			results[k] = c.onePrimary(sc, base, cands, p, inst, opts, checkN1, ov, gen, special, &buf)
+			for _, s := range peerOf[p] {
+				special[s] = false
+			}
 		}
 	}
 	workers := runtime.GOMAXPROCS(0)
@@ -111,7 +249,17 @@ func (c *Cluster) tryPairsNormal(sc scope, base *Stats, cands []int, inst *Insta
 	return sol
 }
 
-func (c *Cluster) onePrimary(sc scope, base *Stats, cands []int, p int, inst *Instance, opts *Options, checkN1 bool, ov [][nComp]float64, buf *[]lightCand) primaryResult {
+// genericSec is a node's state as a secondary of the new instance for a
+// primary it reserves no memory for.
+type genericSec struct {
+	node    Node
+	fail    FailMode
+	nv      [nComp]float64
+	changed []int8 // components whose node value changes
+}
+
+func (c *Cluster) onePrimary(sc scope, base *Stats, cands []int, p int, inst *Instance, opts *Options, checkN1 bool,
+	ov [][nComp]float64, gen []genericSec, special []bool, buf *[]lightCand) primaryResult {
 	var res primaryResult
 	pn := &c.Nodes[p]
 	nSec := 0
@@ -139,25 +287,45 @@ func (c *Cluster) onePrimary(sc scope, base *Stats, cands []int, p int, inst *In
 	nvP := nodeValues(&newP)
 	stP.update(pn, &newP, &ov[p], &nvP)
 	extra := base.mapExtra + base.addPairsExtra(pairs)
+	pr := prime(&stP, 0)
 	*buf = (*buf)[:0]
 	for _, s := range cands {
 		if s == p || c.Nodes[s].Group != pn.Group {
 			continue
 		}
 		sn := &c.Nodes[s]
-		inst0.SNode = s
-		newS, f := sn.addSec(&inst0, p, false, false)
-		if f != FailNone {
-			res.fails[f]++
-			continue
+		ls := 0
+		if len(pn.LocTags) > 0 && len(sn.LocTags) > 0 {
+			ls = countCommon(pn.LocTags, sn.LocTags)
 		}
-		res.allocs++
-		ls := countCommon(pn.LocTags, sn.LocTags)
-		if pn.Offline {
-			ls = 0 // the primary's statistics are not online ones
+		var score float64
+		if !special[s] {
+			g := &gen[s]
+			if g.fail != FailNone {
+				res.fails[g.fail]++
+				continue
+			}
+			res.allocs++
+			if ls == 0 {
+				score = pr.scoreChanged(sn, &ov[s], &g.nv, g.changed, extra)
+			} else {
+				score = stP.scoreWith(sn, &ov[s], &g.nv, extra, float64(ls))
+			}
+		} else {
+			inst0.SNode = s
+			newS, f := sn.addSec(&inst0, p, false, false)
+			if f != FailNone {
+				res.fails[f]++
+				continue
+			}
+			res.allocs++
+			nvS := nodeValues(&newS)
+			if ls == 0 {
+				score = pr.scoreWith(sn, &ov[s], &nvS, extra, 0)
+			} else {
+				score = stP.scoreWith(sn, &ov[s], &nvS, extra, float64(ls))
+			}
 		}
-		nvS := nodeValues(&newS)
-		score := stP.scoreWith(sn, &ov[s], &nvS, extra, float64(ls))
 		*buf = append(*buf, lightCand{node: int32(s), score: score})
 	}
 	cs := *buf

@@ -130,6 +130,8 @@ type Policy struct {
 	DiskTemplates []DiskTemplate
 	VCPURatio     float64
 	SpindleRatio  float64
+
+	testSpecs []ISpec // cache for the dedicated metric (set by NewCluster)
 }
 
 // DefaultPolicy is Ganeti's default instance policy.

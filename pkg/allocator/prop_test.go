@@ -219,7 +219,7 @@ func TestPropDeterministicAndPure(t *testing.T) {
 				t.Fatalf("results differ:\n%s\n%s", r1.Info, r2.Info)
 			}
 		}
-		if diff := cmp.Diff(before.Nodes, c.Nodes, cmp.AllowUnexported(Node{})); diff != "" {
+		if diff := cmp.Diff(before.Nodes, c.Nodes, cmp.AllowUnexported(Node{}, Policy{})); diff != "" {
 			t.Fatalf("Allocate modified the cluster:\n%s", diff)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -105,6 +106,7 @@ func BenchmarkIAllocator(b *testing.B) {
 			data := benchRequest(bc.n, bc.scenario)
 			b.ReportAllocs()
 			var out bytes.Buffer
+			defer reportCPU(b)()
 			for b.Loop() {
 				out.Reset()
 				if err := Run(bytes.NewReader(data), &out); err != nil {
@@ -127,6 +129,7 @@ func BenchmarkAllocate(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
+			defer reportCPU(b)()
 			for b.Loop() {
 				c := req.Cluster.Clone()
 				r, err := c.Allocate(&req.Allocs[0], req.opts())
@@ -136,4 +139,24 @@ func BenchmarkAllocate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// reportCPU adds the process CPU time per operation (user+system) to the
+// benchmark: on a shared machine it is steadier than wall time. Call as
+// defer reportCPU(b)() before the loop.
+func reportCPU(b *testing.B) func() {
+	start := cpuTime()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+		}
+	}
+}
+
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
