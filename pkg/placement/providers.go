@@ -425,9 +425,9 @@ func (s *Service) ListProviders(ctx context.Context, f ProviderFilter) ([]Provid
 // id, class id, amount, amount, amount, amount.
 const capacitySubquery = `SELECT inv.resource_provider_id FROM inventories inv
  LEFT JOIN (SELECT resource_provider_id, SUM(used) AS used FROM allocations WHERE resource_class_id = ?
-   GROUP BY resource_provider_id) usage ON usage.resource_provider_id = inv.resource_provider_id
+   GROUP BY resource_provider_id) u ON u.resource_provider_id = inv.resource_provider_id
  WHERE inv.resource_class_id = ?
- AND COALESCE(usage.used, 0) + ? <= (inv.total - inv.reserved) * inv.allocation_ratio
+ AND COALESCE(u.used, 0) + ? <= (inv.total - inv.reserved) * inv.allocation_ratio
  AND inv.min_unit <= ? AND inv.max_unit >= ? AND ? % inv.step_size = 0`
 
 // asBadRequest turns a lookup's 404 (unknown trait or class) into a 400

@@ -301,9 +301,10 @@ func ParseResources(qs string) (Resources, error) {
 
 // PyInt parses s as Python's int(str) does: surrounding whitespace,
 // an optional sign, decimal digits of any script, single underscores
-// between digits.
+// between digits. (int() skips ASCII " \t\n\v\f\r" and Unicode White_Space,
+// which is unicode.IsSpace; unlike str.strip it keeps \x1c-\x1f.)
 func PyInt(s string) (*big.Int, bool) {
-	s = pyStrip(s)
+	s = strings.TrimFunc(s, unicode.IsSpace)
 	if s == "" {
 		return nil, false
 	}
