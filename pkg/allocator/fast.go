@@ -500,8 +500,15 @@ func (c *Cluster) refineRun(sc scope, run []Placement, opts *Options) {
 	if len(run) < 2 || budget < 0 || len(run)*len(sc.nodes) > budget {
 		return
 	}
+	vals := make([][nComp]float64, len(sc.nodes))
+	offline := make([]bool, len(sc.nodes))
+	for i, ni := range sc.nodes {
+		vals[i] = nodeValues(&c.Nodes[ni])
+		offline[i] = c.Nodes[ni].Offline
+	}
+	base := c.statsOf(sc)
 	for k := range run {
-		run[k].Score = c.scoreFromScratch(sc, &run[k])
+		run[k].Score = scratchScore(sc, vals, offline, base, &run[k])
 	}
 	slices.SortFunc(run, func(a, b Placement) int { return b.P - a.P })
 	slices.SortStableFunc(run, func(a, b Placement) int {
@@ -513,4 +520,60 @@ func (c *Cluster) refineRun(sc scope, run []Placement, opts *Options) {
 		}
 		return 0
 	})
+}
+
+// scratchScore is compCV of the scope with the placement's nodes replaced,
+// computed from precomputed node values in htools' summation order (two
+// passes per standard deviation). The map component is integer-valued and
+// taken from the base statistics.
+func scratchScore(sc scope, vals [][nComp]float64, offline []bool, base *Stats, pl *Placement) float64 {
+	pv := nodeValues(&pl.NewP)
+	var sv [nComp]float64
+	if pl.S >= 0 {
+		sv = nodeValues(&pl.NewS)
+	}
+	row := func(i int) *[nComp]float64 {
+		switch sc.nodes[i] {
+		case pl.P:
+			return &pv
+		case pl.S:
+			return &sv
+		}
+		return &vals[i]
+	}
+	total := 0.0
+	for k := 0; k < nComp; k++ {
+		var val float64
+		switch compKind[k] {
+		case aggSum:
+			s := 0.0
+			for i := range vals {
+				if offline[i] != compOnline[k] {
+					s += row(i)[k]
+				}
+			}
+			val = s
+		case aggSD:
+			cnt, s := 0.0, 0.0
+			for i := range vals {
+				if offline[i] != compOnline[k] {
+					cnt++
+					s += row(i)[k]
+				}
+			}
+			mean := s / cnt
+			nv := 0.0
+			for i := range vals {
+				if offline[i] != compOnline[k] {
+					d := row(i)[k] - mean
+					nv += d * d
+				}
+			}
+			val = math.Sqrt(nv / cnt)
+		case aggMap:
+			val = float64(base.mapExtra + base.addPairsExtra(pl.Pairs))
+		}
+		total += ComponentWeights[k] * val
+	}
+	return total
 }

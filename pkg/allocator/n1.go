@@ -24,6 +24,31 @@ type state struct {
 	inScope []bool
 	size    int
 	stats   *Stats // nil when scores are not needed
+	// pending are the nodes changed since stats was computed, with their
+	// state at that time: the statistics are brought up to date only when
+	// a score is needed (most evacuation checks never need one).
+	pending []pendingNode
+}
+
+type pendingNode struct {
+	idx int
+	old Node
+}
+
+// getStats returns the statistics of the current state.
+func (s *state) getStats() *Stats {
+	if s.stats == nil || len(s.pending) == 0 {
+		return s.stats
+	}
+	slices.SortFunc(s.pending, func(a, b pendingNode) int { return a.idx - b.idx })
+	st := s.stats.clone()
+	for i := range s.pending {
+		old := &s.pending[i].old
+		ov, nv := nodeValues(old), nodeValues(s.node(s.pending[i].idx))
+		st.update(old, s.node(s.pending[i].idx), &ov, &nv)
+	}
+	s.stats, s.pending = st, nil
+	return st
 }
 
 func (s *state) node(i int) *Node {
@@ -34,12 +59,8 @@ func (s *state) node(i int) *Node {
 }
 
 func (s *state) setNode(i int, n Node) {
-	if s.stats != nil {
-		old := s.node(i)
-		ov, nv := nodeValues(old), nodeValues(&n)
-		st := s.stats.clone()
-		st.update(old, &n, &ov, &nv)
-		s.stats = st
+	if s.stats != nil && !slices.ContainsFunc(s.pending, func(p pendingNode) bool { return p.idx == i }) {
+		s.pending = append(s.pending, pendingNode{idx: i, old: *s.node(i)})
 	}
 	s.nodes[i] = n
 }
@@ -69,7 +90,7 @@ func (s *state) addInst(v Instance) (idx int, overwrote bool) {
 
 func (s *state) fork() *state {
 	t := &state{c: s.c, nodes: make(map[int]Node, len(s.nodes)+8), insts: make(map[int]Instance, len(s.insts)+4),
-		inScope: s.inScope, size: s.size, stats: s.stats}
+		inScope: s.inScope, size: s.size, stats: s.stats, pending: slices.Clone(s.pending)}
 	for k, v := range s.nodes {
 		t.nodes[k] = v
 	}
@@ -262,7 +283,7 @@ func (s *state) scoreWith(i int, old, nw *Node) float64 {
 	if s.stats == nil {
 		return 0
 	}
-	st := s.stats.clone()
+	st := s.getStats().clone()
 	ov, nv := nodeValues(old), nodeValues(nw)
 	st.update(old, nw, &ov, &nv)
 	return st.Score()
