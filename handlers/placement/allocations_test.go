@@ -216,6 +216,15 @@ func TestConcurrentAllocationWrites(t *testing.T) {
 				if got := u.Usages["VCPU"]; got != want[i] || got > capacity {
 					t.Errorf("provider %d usage %d, want %d (the successful writes) and ≤ %d", i, got, want[i], capacity)
 				}
+				// The usage summary the capacity check reads agrees.
+				var summary []int64
+				if err := svc.DB().Raw(`SELECT u.used FROM allocation_usages u JOIN resource_providers rp ON rp.id = u.resource_provider_id
+ WHERE rp.uuid = ? AND u.resource_class_id = 1`, rp).Scan(&summary).Error; err != nil {
+					t.Fatal(err)
+				}
+				if len(summary) != 1 || summary[0] != want[i] {
+					t.Errorf("provider %d allocation_usages %v, want [%d]", i, summary, want[i])
+				}
 			}
 		})
 	}

@@ -428,8 +428,23 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 		}
 	}
 
-	// Inventory and usage of every (provider, class) being allocated.
-	inv, err := s.readInventoryUsage(tx, ws, providers, uuids)
+	// What the consumers hold now (replaced by this write), then the
+	// inventory and usage of every (provider, class) being allocated.
+	// Allocations only exist with their consumer row (every writer goes
+	// through here), so only existing consumers can hold anything.
+	var held []string
+	for _, u := range uuids {
+		if existing[u] != nil {
+			held = append(held, u)
+		}
+	}
+	own := map[usageKey]int64{}
+	if len(held) > 0 {
+		if own, err = readHeldUsage(tx, held); err != nil {
+			return nil, err
+		}
+	}
+	inv, err := s.readInventoryUsage(tx, ws, providers, own)
 	if err != nil {
 		return nil, err
 	}
@@ -466,10 +481,22 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 
 	return func(tx *gorm.DB) error {
 		// Replace the consumers' allocations.
-		if err := tx.Exec("DELETE FROM allocations WHERE consumer_id IN ?", uuids).Error; err != nil {
-			return err
+		if len(held) > 0 {
+			if err := tx.Exec("DELETE FROM allocations WHERE consumer_id IN ?", held).Error; err != nil {
+				return err
+			}
 		}
 		if err := insertAllocations(tx, inserts, t); err != nil {
+			return err
+		}
+		delta := map[usageKey]int64{}
+		for k, n := range own {
+			delta[k] -= n
+		}
+		for _, a := range inserts {
+			delta[usageKey{a.rp, a.classID}] += a.used
+		}
+		if err := s.addUsage(tx, delta); err != nil {
 			return err
 		}
 
@@ -610,10 +637,34 @@ func readProvidersByUUID(tx *gorm.DB, uuids []string) (map[string]*allocProvider
 	return out, rows.Err()
 }
 
+// usageKey names one (provider id, resource class id) pair.
+type usageKey struct{ rp, rc int64 }
+
+// readHeldUsage returns what consumers hold now, summed by (provider,
+// class).
+func readHeldUsage(tx *gorm.DB, consumers []string) (map[usageKey]int64, error) {
+	out := map[usageKey]int64{}
+	rows, err := tx.Raw(`SELECT resource_provider_id, resource_class_id, SUM(used) FROM allocations
+ WHERE consumer_id IN ? GROUP BY resource_provider_id, resource_class_id`, consumers).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k usageKey
+		var n int64
+		if err := rows.Scan(&k.rp, &k.rc, &n); err != nil {
+			return nil, err
+		}
+		out[k] = n
+	}
+	return out, rows.Err()
+}
+
 // readInventoryUsage reads, in one query, the inventory of every class
-// asked for on every provider allocated to, with the current usage and
-// the part of it held by the consumers being written.
-func (s *Service) readInventoryUsage(tx *gorm.DB, ws []ConsumerWrite, providers map[string]*allocProviderRow, consumers []string) (map[capKey]*capRow, error) {
+// asked for on every provider allocated to, with its current usage (from
+// allocation_usages); own is what the consumers being written hold now.
+func (s *Service) readInventoryUsage(tx *gorm.DB, ws []ConsumerWrite, providers map[string]*allocProviderRow, own map[usageKey]int64) (map[capKey]*capRow, error) {
 	out := map[capKey]*capRow{}
 	var rpIDs []int64
 	classSet := map[string]bool{}
@@ -630,15 +681,15 @@ func (s *Service) readInventoryUsage(tx *gorm.DB, ws []ConsumerWrite, providers 
 	if len(rpIDs) == 0 {
 		return out, nil
 	}
-	classes := allocKeys(classSet)
+	// Every inventory of the providers, filtered here: a provider has few,
+	// and SQLite runs "IN (list)" through a temporary table, which costs
+	// more than reading the few extra rows.
 	rows, err := tx.Raw(`SELECT i.resource_provider_id, rc.name, i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio,
- COALESCE(SUM(a.used), 0), COALESCE(SUM(CASE WHEN a.consumer_id IN ? THEN a.used ELSE 0 END), 0)
+ COALESCE(u.used, 0)
  FROM inventories i
  JOIN resource_classes rc ON rc.id = i.resource_class_id
- LEFT JOIN allocations a ON a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id
- WHERE i.resource_provider_id IN ? AND rc.name IN ?
- GROUP BY i.resource_provider_id, rc.name, i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio`,
-		consumers, rpIDs, classes).Rows()
+ LEFT JOIN allocation_usages u ON u.resource_provider_id = i.resource_provider_id AND u.resource_class_id = i.resource_class_id
+ WHERE i.resource_provider_id IN ?`, rpIDs).Rows()
 	if err != nil {
 		return nil, err
 	}
@@ -647,12 +698,53 @@ func (s *Service) readInventoryUsage(tx *gorm.DB, ws []ConsumerWrite, providers 
 		var rp int64
 		var class string
 		r := &capRow{}
-		if err := rows.Scan(&rp, &class, &r.classID, &r.total, &r.reserved, &r.minUnit, &r.maxUnit, &r.stepSize, &r.ratio, &r.usedAll, &r.usedOwn); err != nil {
+		if err := rows.Scan(&rp, &class, &r.classID, &r.total, &r.reserved, &r.minUnit, &r.maxUnit, &r.stepSize, &r.ratio, &r.usedAll); err != nil {
 			return nil, err
 		}
+		if !classSet[class] {
+			continue
+		}
+		r.usedOwn = own[usageKey{rp, r.classID}]
 		out[capKey{rp, class}] = r
 	}
 	return out, rows.Err()
+}
+
+// addUsage applies usage changes to allocation_usages in one statement,
+// in (provider, class) order so concurrent MySQL writers lock rows in
+// the same order.
+func (s *Service) addUsage(tx *gorm.DB, delta map[usageKey]int64) error {
+	keys := make([]usageKey, 0, len(delta))
+	for k, n := range delta {
+		if n != 0 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].rp != keys[j].rp {
+			return keys[i].rp < keys[j].rp
+		}
+		return keys[i].rc < keys[j].rc
+	})
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO allocation_usages (resource_provider_id, resource_class_id, used) VALUES ")
+	args := make([]any, 0, 3*len(keys))
+	for i, k := range keys {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("(?, ?, ?)")
+		args = append(args, k.rp, k.rc, delta[k])
+	}
+	if s.db.Dialect == db.MySQL {
+		sb.WriteString(" ON DUPLICATE KEY UPDATE used = used + VALUES(used)")
+	} else {
+		sb.WriteString(" ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE SET used = allocation_usages.used + excluded.used")
+	}
+	return tx.Exec(sb.String(), args...).Error
 }
 
 // checkInventoryPresent fails the write when a class asked for does not
@@ -734,15 +826,22 @@ func allocKeys[V any](m map[string]V) []string {
 // consumer itself. Provider generations are not bumped (as upstream).
 func (s *Service) DeleteAllocations(ctx context.Context, consumerUUID string) error {
 	plan := func(tx *gorm.DB) (func(tx *gorm.DB) error, error) {
-		var n int64
-		if err := tx.Raw("SELECT COUNT(*) FROM allocations WHERE consumer_id = ?", consumerUUID).Scan(&n).Error; err != nil {
+		held, err := readHeldUsage(tx, []string{consumerUUID})
+		if err != nil {
 			return nil, err
 		}
-		if n == 0 {
+		if len(held) == 0 {
 			return nil, NotFound("No allocations for consumer '%s'", consumerUUID)
 		}
 		return func(tx *gorm.DB) error {
 			if err := tx.Exec("DELETE FROM allocations WHERE consumer_id = ?", consumerUUID).Error; err != nil {
+				return err
+			}
+			delta := make(map[usageKey]int64, len(held))
+			for k, n := range held {
+				delta[k] = -n
+			}
+			if err := s.addUsage(tx, delta); err != nil {
 				return err
 			}
 			return tx.Exec("DELETE FROM consumers WHERE uuid = ?", consumerUUID).Error

@@ -30,6 +30,8 @@ type allocSnapshot struct {
 	Allocations []string
 	Consumers   []string
 	Generations map[string]int64
+	// Usage is allocation_usages (non-zero rows) of the run's providers.
+	Usage []string
 }
 
 func takeSnapshot(t *rapid.T, s *Service, rps []*Provider, consumers []string) allocSnapshot {
@@ -69,7 +71,43 @@ func takeSnapshot(t *rapid.T, s *Service, rps []*Provider, consumers []string) a
 		snap.Consumers = append(snap.Consumers, fmt.Sprintf("%s %s %s %d %d", c.UUID, c.ProjectID, c.UserID, c.Generation, typ))
 	}
 	sort.Strings(snap.Consumers)
+	var ids []int64
+	for _, p := range rps {
+		ids = append(ids, p.ID)
+	}
+	type urow struct {
+		ResourceProviderID int64
+		ResourceClassID    int64
+		Used               int64
+	}
+	var us []urow
+	if err := s.db.Raw("SELECT resource_provider_id, resource_class_id, used FROM allocation_usages WHERE resource_provider_id IN ? AND used <> 0", ids).Scan(&us).Error; err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range us {
+		snap.Usage = append(snap.Usage, fmt.Sprintf("%d %d %d", u.ResourceProviderID, u.ResourceClassID, u.Used))
+	}
+	sort.Strings(snap.Usage)
 	return snap
+}
+
+// checkUsageTable fails unless allocation_usages equals the sums of the
+// allocations themselves, for every provider.
+func checkUsageTable(t interface{ Fatalf(string, ...any) }, s *Service) {
+	var drift []string
+	if err := s.db.Raw(`SELECT CONCAT('table ', u.resource_provider_id, '/', u.resource_class_id, '=', u.used, ' sum=', COALESCE(a.used, 0))
+ FROM allocation_usages u LEFT JOIN (SELECT resource_provider_id, resource_class_id, SUM(used) AS used FROM allocations GROUP BY resource_provider_id, resource_class_id) a
+ ON a.resource_provider_id = u.resource_provider_id AND a.resource_class_id = u.resource_class_id
+ WHERE u.used <> COALESCE(a.used, 0)
+ UNION ALL
+ SELECT CONCAT('missing ', a.resource_provider_id, '/', a.resource_class_id) FROM allocations a
+ LEFT JOIN allocation_usages u ON u.resource_provider_id = a.resource_provider_id AND u.resource_class_id = a.resource_class_id
+ WHERE u.resource_provider_id IS NULL`).Scan(&drift).Error; err != nil {
+		t.Fatalf("usage table check: %v", err)
+	}
+	if len(drift) > 0 {
+		t.Fatalf("allocation_usages drifted from the allocations: %v", drift)
+	}
 }
 
 // TestAllocationInvariants drives random allocation writes (PUT-like and
@@ -241,6 +279,7 @@ func TestAllocationInvariants(t *testing.T) {
 					t.Fatalf("step %d: consumer %s: %+v %v, want generation %d", step, c, ca, err, g)
 				}
 			}
+			checkUsageTable(t, s)
 			// Capacity holds on every inventory.
 			for _, p := range rps {
 				pu, err := s.GetProviderUsages(ctx, p.UUID)

@@ -103,6 +103,7 @@ func wantErr(t testing.TB, err error, status int, code, sub string) {
 func TestWriteAllocationsErrors(t *testing.T) {
 	s := newAllocService(t)
 	ctx := context.Background()
+	defer checkUsageTable(t, s)
 	rp := mkProvider(t, s, "cn1",
 		inv{class: "VCPU", total: 8, reserved: 2, maxU: 4, ratio: 2},      // capacity 12
 		inv{class: "DISK_GB", total: 100, minU: 10, maxU: 50, stepSz: 10}, // steps of 10
@@ -176,6 +177,7 @@ func TestWriteAllocationsErrors(t *testing.T) {
 func TestWriteAllocationsConsumerLifecycle(t *testing.T) {
 	s := newAllocService(t)
 	ctx := context.Background()
+	defer checkUsageTable(t, s)
 	rp1 := mkProvider(t, s, "rp1", inv{class: "VCPU", total: 16}, inv{class: "MEMORY_MB", total: 4096})
 	rp2 := mkProvider(t, s, "rp2", inv{class: "DISK_GB", total: 1000})
 
@@ -273,6 +275,7 @@ func TestWriteAllocationsConsumerLifecycle(t *testing.T) {
 func TestWriteAllocationsMultiAtomic(t *testing.T) {
 	s := newAllocService(t)
 	ctx := context.Background()
+	defer checkUsageTable(t, s)
 	rp := mkProvider(t, s, "small", inv{class: "VCPU", total: 2})
 	var ws []ConsumerWrite
 	for _, c := range []string{consumerA, consumerB, consumerC} {
@@ -309,6 +312,7 @@ func TestWriteAllocationsMultiAtomic(t *testing.T) {
 func TestWriteAllocationsShrunkInventory(t *testing.T) {
 	s := newAllocService(t)
 	ctx := context.Background()
+	defer checkUsageTable(t, s)
 	rp := mkProvider(t, s, "shrink", inv{class: "VCPU", total: 10})
 	if err := s.WriteAllocations(ctx, []ConsumerWrite{{UUID: consumerA, Allocations: alloc(rp.UUID, "VCPU", 8)}}, false); err != nil {
 		t.Fatal(err)
@@ -368,6 +372,7 @@ func FuzzNormalizeConsumerUUID(f *testing.F) {
 func TestUsages(t *testing.T) {
 	s := newAllocService(t)
 	ctx := context.Background()
+	defer checkUsageTable(t, s)
 	rp := mkProvider(t, s, "u1", inv{class: "VCPU", total: 100}, inv{class: "DISK_GB", total: 1000}, inv{class: "MEMORY_MB", total: 100})
 	writes := []ConsumerWrite{
 		{UUID: consumerA, ProjectID: "p1", UserID: "u1", Allocations: alloc(rp.UUID, "VCPU", 2, "DISK_GB", 10)},
