@@ -437,6 +437,10 @@ func (c *Cluster) trySinglesNormal(sc scope, base *Stats, cands []int, inst *Ins
 		}
 		return 0
 	})
+	budget := opts.ExactTieBudget
+	if budget == 0 {
+		budget = 4_000_000
+	}
 	full := make([]Placement, 0, 8)
 	for i := 0; i < len(order); {
 		// the run of near-tied candidates starting at i, in hail's order
@@ -444,6 +448,20 @@ func (c *Cluster) trySinglesNormal(sc scope, base *Stats, cands []int, inst *Ins
 		eps := 1e-9 * max(1, abs(order[i].score))
 		for j < len(order) && order[j].score-order[i].score <= eps {
 			j++
+		}
+		if j-i == 1 || budget < 0 || (j-i)*len(sc.nodes) > budget {
+			// nothing to refine: build the candidates one at a time
+			for k := i; k < j; k++ {
+				pl := build(order[k])
+				if c.globalN1(sc, &pl) {
+					sol.Best = &pl
+					sol.Fails[FailN1] += k
+					sol.Allocs -= k
+					return sol
+				}
+			}
+			i = j
+			continue
 		}
 		full = full[:0]
 		for _, lc := range order[i:j] {
@@ -470,7 +488,27 @@ func (c *Cluster) trySinglesNormal(sc scope, base *Stats, cands []int, inst *Ins
 // hail's order (exact scores when the budget allows).
 func (c *Cluster) nearTies(sc scope, base *Stats, cs []lightCand, best float64, build func(lightCand) Placement, opts *Options) []Placement {
 	eps := 1e-9 * max(1, abs(best))
+	budget := opts.ExactTieBudget
+	if budget == 0 {
+		budget = 4_000_000
+	}
+	n := 0
+	for k := range cs {
+		if cs[k].score-best <= eps {
+			n++
+		}
+	}
 	var run []Placement
+	if n == 1 || budget < 0 || n*len(sc.nodes) > budget {
+		// no refinement: the exact minimum, ties to the later candidate
+		bi := 0
+		for i := range cs {
+			if !(cs[bi].score < cs[i].score) {
+				bi = i
+			}
+		}
+		return []Placement{build(cs[bi])}
+	}
 	for k := len(cs) - 1; k >= 0; k-- { // reversed candidate order
 		if cs[k].score-best <= eps {
 			run = append(run, build(cs[k]))
