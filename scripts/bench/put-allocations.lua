@@ -6,7 +6,8 @@ for u in string.gmatch(os.getenv("BENCH_PROVIDERS") or "", "[^,]+") do
   providers[#providers + 1] = u
 end
 local threads = {}
-local counter, tid, nonce = 0, 0, 0
+-- tid is a global: setup() sets it in each thread's Lua state.
+local counter, nonce = 0, 0
 
 setup = function(thread)
   thread:set("tid", #threads + 1)
@@ -15,8 +16,11 @@ end
 
 init = function(args)
   -- Unique per thread and per run: thread id, a random nonce, a counter.
-  math.randomseed(os.time() * 1000 + tid)
-  nonce = math.random(0, 0x7fffffff)
+  local f = io.open("/dev/urandom", "rb")
+  local b = f:read(4)
+  f:close()
+  nonce = ((b:byte(1) * 256 + b:byte(2)) * 256 + b:byte(3)) * 128 + (b:byte(4) % 128)
+  tid = tid or 0
 end
 
 wrk.method = "PUT"
