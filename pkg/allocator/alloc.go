@@ -334,6 +334,9 @@ func (c *Cluster) tryAlloc(statScope scope, cands []int, inst *Instance, count i
 		}
 		return c.tryPairsNormal(statScope, base, cands, inst, opts, checkN1), nil
 	}
+	if count == 2 {
+		return c.tryPairsDed(cands, inst, opts), nil
+	}
 	sol := &Solution{}
 	if count == 1 {
 		var ok []Placement

@@ -615,3 +615,114 @@ func scratchScore(sc scope, vals [][nComp]float64, offline []bool, base *Stats, 
 	}
 	return total
 }
+
+// tryPairsDed is the mirrored allocation in a dedicated group: the sum of
+// the two nodes' lost-allocation vectors and free disks, lexicographically
+// smallest, ties to the later secondary and then the later primary. The
+// secondary's part is computed once per node (it depends on the primary
+// only through memory the node already reserves for it).
+func (c *Cluster) tryPairsDed(cands []int, inst *Instance, opts *Options) *Solution {
+	type secPart struct {
+		fail FailMode
+		lost []int
+		dsk  int
+	}
+	gen := make([]secPart, len(c.Nodes))
+	peerOf := map[int][]int{}
+	secPartOf := func(s, p int) secPart {
+		sn := &c.Nodes[s]
+		in := *inst
+		in.PNode, in.SNode = p, s
+		newS, f := sn.addSec(&in, p, false, false)
+		if f != FailNone {
+			return secPart{fail: f}
+		}
+		// the policy is the primary's; nodes of one group share it
+		m := dedLost(sn, &newS, sn.Policy)
+		return secPart{lost: m.Lost, dsk: newS.FDsk}
+	}
+	for _, s := range cands {
+		for p := range c.Nodes[s].peers {
+			peerOf[p] = append(peerOf[p], s)
+		}
+	}
+	genDone := make([]bool, len(c.Nodes))
+	sol := &Solution{}
+	var bestP, bestS int
+	var best DedMetric
+	have := false
+	special := make([]bool, len(c.Nodes))
+	cur := DedMetric{}
+	for _, p := range cands {
+		pn := &c.Nodes[p]
+		nSec := 0
+		for _, s := range cands {
+			if s != p && c.Nodes[s].Group == pn.Group {
+				nSec++
+			}
+		}
+		if f := inst.MatchesPolicy(pn.Policy, pn.ExclStorage); f != FailNone {
+			sol.Fails[f] += nSec
+			continue
+		}
+		in := *inst
+		in.PNode = p
+		newP, f := pn.addPri(&in, opts.IgnoreSoftErrors)
+		if f != FailNone {
+			sol.Fails[f] += nSec
+			continue
+		}
+		lp := dedLost(pn, &newP, pn.Policy)
+		for _, s := range peerOf[p] {
+			special[s] = true
+		}
+		pHave := false
+		var pBest DedMetric
+		pBestS := -1
+		for _, s := range cands {
+			if s == p || c.Nodes[s].Group != pn.Group {
+				continue
+			}
+			var sp secPart
+			if special[s] {
+				sp = secPartOf(s, p)
+			} else {
+				if !genDone[s] {
+					gen[s] = secPartOf(s, -2)
+					genDone[s] = true
+				}
+				sp = gen[s]
+			}
+			if sp.fail != FailNone {
+				sol.Fails[sp.fail]++
+				continue
+			}
+			sol.Allocs++
+			if cur.Lost == nil || len(cur.Lost) != len(lp.Lost) {
+				cur.Lost = make([]int, len(lp.Lost))
+			}
+			for k := range cur.Lost {
+				cur.Lost[k] = lp.Lost[k] + sp.lost[k]
+			}
+			cur.Disk = newP.FDsk + sp.dsk
+			if !pHave || !pBest.less(&cur) {
+				pBest = DedMetric{Lost: slices.Clone(cur.Lost), Disk: cur.Disk}
+				pBestS, pHave = s, true
+			}
+		}
+		for _, s := range peerOf[p] {
+			special[s] = false
+		}
+		if pHave && (!have || !best.less(&pBest)) {
+			best, bestP, bestS, have = pBest, p, pBestS, true
+		}
+	}
+	if have {
+		pl, f := c.evalPair(nil, inst, bestP, bestS, opts, true)
+		if f != FailNone {
+			panic("allocator: dedicated candidate became infeasible")
+		}
+		sol.Best = &pl
+	}
+	return sol
+}
