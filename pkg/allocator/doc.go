@@ -14,6 +14,44 @@
 // cluster tag rules (failure-domain, exclusion and migration prefixes).
 // Package iallocator reads and writes Ganeti's IAllocator JSON on top of it.
 //
+// Entry points: NewCluster builds the model (derived figures as htools
+// computes them at load time); Cluster.Allocate and MultiAllocate place new
+// instances; Relocate, NodeEvacuate and ChangeGroup plan moves. Every
+// rejected candidate is counted under a FailMode (FailMem, FailDisk,
+// FailCPU, FailN1, FailTags, FailMig, FailDiskCount, FailSpindles), per
+// group, in AllocResult.Solutions; FailMode.Reason words it for users.
+//
+// Feasibility is hail's, strict: memory and disk must stay above zero
+// after placement; the vCPU ratio and the spindle budget are upper bounds;
+// a node must not become N+1-failing (its free memory must stay above the
+// memory it reserves for failovers of DRBD primaries it is secondary for);
+// an instance's exclusion tags must not already be on the node's
+// primaries; the instance must fit one of the policy's intervals.
+//
+// Scoring. In a dedicated group (every node with exclusive storage) the
+// metric is the pair (lost-allocations vector, free disk after),
+// lexicographic; the vector counts, per policy interval (largest min disk
+// first), how many minimal instances of that interval the node loses. In
+// other groups it is htools' cluster metric: twenty weighted components
+// (standard deviations of free memory, disk, reserved memory, vCPU ratio,
+// load and spindles, N+1 and offline counts, exclusion-tag conflicts, the
+// two location components and the reserved-memory total). Statistics are
+// kept as (count, sum, variance) and updated with htools' own incremental
+// formulas, so a candidate costs O(1) and its score is bit-identical to
+// hail's; only near-ties of single-node placements are re-summed from
+// scratch (bounded by Options.ExactTieBudget) because hail recomputes
+// those from scratch. The global N+1 check (on unless
+// Options.NoCapacityChecks) evacuates every node of the resulting cluster
+// (DRBD failovers honouring migration tags, shared-storage moves,
+// re-creation of the rest); nodes the placement cannot affect reuse a
+// check made once before the candidates are scored.
+//
+// Ties break as in hail: the later candidate in node order (JSON order),
+// for pairs the later primary and then its later secondary, and the later
+// group. hail's few quirks are reproduced on purpose and marked in the
+// code (instance-index reuse in group-scoped N+1 checks, node lists
+// narrowed after multi-group dedicated allocations).
+//
 // # Blazar host reservations
 //
 // ChooseHosts picks whole hosts for a reservation window:

@@ -317,3 +317,28 @@ func target(c, orig *Cluster, ded bool, r *AllocRequest) *Cluster {
 	}
 	return c
 }
+
+// Explain words an allocation outcome for users: one line per group with
+// the number of candidates rejected for each reason.
+func (r *AllocResult) Explain(c *Cluster) []string {
+	var out []string
+	for _, gs := range r.Solutions {
+		g := c.Groups[gs.Group].Name
+		if gs.Err != nil {
+			out = append(out, fmt.Sprintf("group %s: %v", g, gs.Err))
+			continue
+		}
+		var parts []string
+		for m := FailMem; m <= FailInternal; m++ {
+			if n := gs.Sol.Fails[m]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d rejected: %s", n, m.Reason()))
+			}
+		}
+		line := fmt.Sprintf("group %s: %d feasible candidates", g, gs.Sol.Allocs)
+		if len(parts) > 0 {
+			line += "; " + strings.Join(parts, "; ")
+		}
+		out = append(out, line)
+	}
+	return out
+}
