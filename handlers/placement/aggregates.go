@@ -42,7 +42,7 @@ func (a *API) getAggregates(w http.ResponseWriter, r *http.Request) error {
 	}
 	p, aggs, err := a.svc.ProviderAggregates(r.Context(), chi.URLParam(r, "uuid"))
 	if err != nil {
-		return err
+		return escapedNotFound(err)
 	}
 	return sendAggregates(w, r, aggs, p.Generation)
 }
@@ -64,7 +64,7 @@ func (a *API) setAggregates(w http.ResponseWriter, r *http.Request) error {
 	withGen := ctxVersion(r.Context()).AtLeast(1, 19)
 	uuid := chi.URLParam(r, "uuid")
 	if _, err := a.svc.GetProvider(r.Context(), uuid); err != nil {
-		return err
+		return escapedNotFound(err)
 	}
 	schema := schemaAggregateList
 	if withGen {
@@ -88,7 +88,7 @@ func (a *API) setAggregates(w http.ResponseWriter, r *http.Request) error {
 	}
 	p, err := a.svc.SetProviderAggregates(r.Context(), uuid, gen, aggs)
 	if err != nil {
-		return err
+		return escapedNotFound(err)
 	}
 	return sendAggregates(w, r, aggs, p.Generation)
 }

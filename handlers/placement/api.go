@@ -84,7 +84,7 @@ func (a *API) Handler() http.Handler {
 
 func (a *API) routes() {
 	a.mux.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		renderError(w, r, errStatus(http.StatusNotFound, ""))
+		renderError(w, r, &httpError{status: http.StatusNotFound, escaped: true})
 	})
 	a.mux.MethodNotAllowed(a.methodNotAllowed)
 	v := func(minor int) microversion.Version { return microversion.Version{Major: 1, Minor: minor} }
@@ -102,13 +102,15 @@ func (a *API) routes() {
 }
 
 // methodNotAllowed answers 405 with an Allow header listing the methods
-// declared for the matched path.
+// declared for the matched path, in declaration order (as upstream's
+// ROUTE_DECLARATIONS).
 func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	var allowed []string
-	for _, m := range []string{"GET", "PUT", "POST", "PATCH", "DELETE"} {
+	for _, m := range []string{"GET", "PUT", "POST", "DELETE", "PATCH"} {
 		rctx := chi.NewRouteContext()
 		if a.mux.Match(rctx, m, r.URL.Path) {
-			allowed = append(allowed, m)
+			allowed = a.methods[rctx.RoutePattern()]
+			break
 		}
 	}
 	err := &httpError{
@@ -132,11 +134,11 @@ func contentHeaderCheck(next http.Handler) http.Handler {
 			n, ok := placement.PyInt(clen)
 			if !ok {
 				w.Header().Set("Connection", "close")
-				renderError(w, r, errStatus(http.StatusBadRequest, "content-length header must be an integer"))
+				renderError(w, r, &httpError{status: http.StatusBadRequest, msg: "content-length header must be an integer", escaped: true})
 				return
 			}
 			if n.Sign() > 0 && r.Header.Get("Content-Type") == "" {
-				renderError(w, r, errStatus(http.StatusBadRequest, "content-type header required when content-length > 0"))
+				renderError(w, r, &httpError{status: http.StatusBadRequest, msg: "content-type header required when content-length > 0", escaped: true})
 				return
 			}
 		}

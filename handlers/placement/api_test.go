@@ -166,7 +166,7 @@ func TestTraitsClassesAggregatesAPI(t *testing.T) {
 		{name: "trait again", method: "PUT", path: "/traits/CUSTOM_GOLD", mv: "1.15", status: 204, hdr: map[string]string{"Cache-Control": "no-cache"}},
 		{name: "traits before 1.6", method: "GET", path: "/traits", mv: "1.5", status: 404},
 		{name: "list traits", method: "GET", path: "/traits?name=in:CUSTOM_GOLD,HW_CPU_X86_AVX", mv: "1.6", status: 200,
-			has: []string{`"traits":["HW_CPU_X86_AVX","CUSTOM_GOLD"]`}},
+			has: []string{`"traits":["CUSTOM_GOLD","HW_CPU_X86_AVX"]`}},
 		{name: "bad name filter", method: "GET", path: "/traits?name=CUSTOM", mv: "1.6", status: 400, has: []string{`Got: \"CUSTOM\"`}},
 		{name: "bad associated", method: "GET", path: "/traits?associated=yes", mv: "1.6", status: 400, has: []string{`only accepts \"true\" or \"false\"`}},
 		{name: "set rp traits", method: "PUT", path: "/resource_providers/" + rpA + "/traits", mv: "1.6",

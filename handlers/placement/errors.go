@@ -2,10 +2,11 @@ package placement
 
 import (
 	"errors"
-	"html"
+	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/leasehold/leasehold/pkg/logging"
@@ -20,10 +21,7 @@ var explanations = map[int]string{
 	401: "This server could not verify that you are authorized to access the document you requested. Either you supplied the wrong credentials (e.g., bad password), or your browser does not understand how to supply the credentials required.",
 	403: "Access was denied to this resource.",
 	404: "The resource could not be found.",
-	405: "The method specified is not allowed for this resource.",
-	406: "The resource could not be generated that was acceptable to your browser (content of type application/json).",
 	409: "There was a conflict when trying to complete your request.",
-	415: "The request media type is not supported by this server.",
 	500: "The server has either erred or is incapable of performing the requested operation.",
 }
 
@@ -51,6 +49,34 @@ type httpError struct {
 	// versions adds min_version/max_version (only on the 406 from
 	// microversion negotiation).
 	versions bool
+	// escaped marks errors upstream raises out of the handler (routing,
+	// header checks): they get no Vary header.
+	escaped bool
+}
+
+// escapedError wraps an error that upstream lets escape the handler
+// (exception.NotFound from a lookup, PolicyNotAuthorized): the
+// microversion middleware then adds the version header but not Vary.
+type escapedError struct{ err error }
+
+func (e *escapedError) Error() string { return e.err.Error() }
+func (e *escapedError) Unwrap() error { return e.err }
+
+// escaped marks err as escaping the handler (see escapedError).
+func escaped(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &escapedError{err}
+}
+
+// escapedNotFound marks a domain 404 as escaping (a get_by_uuid outside
+// any try block upstream); other errors are returned as they are.
+func escapedNotFound(err error) error {
+	if placement.IsNotFoundErr(err) {
+		return escaped(err)
+	}
+	return err
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -78,6 +104,10 @@ func renderError(w http.ResponseWriter, r *http.Request, err error) {
 		slog.ErrorContext(r.Context(), "internal error", "err", err)
 		msg = "An unexpected error occurred; the request id identifies it in the service log."
 	}
+	var esc *escapedError
+	if errors.As(err, &esc) || (he != nil && he.escaped) {
+		w.Header().Del("Vary")
+	}
 	if status >= 500 && pe == nil && he == nil {
 		// already logged
 	} else if status >= 500 {
@@ -87,19 +117,34 @@ func renderError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func writeErrorBody(w http.ResponseWriter, r *http.Request, status int, code, msg string, versions bool) {
-	title := http.StatusText(status)
-	detail := webobDetail(r, status, msg)
-	// webob renders HTML when the client prefers it (and the request log
-	// middleware only forces JSON when Accept is absent or */*).
-	if acc := r.Header.Get("Accept"); acc != "" && !acceptsJSON(acc) && strings.Contains(acc, "text/html") {
+	statusLine := http.StatusText(status)
+	if statusLine == "" {
+		statusLine = "Unknown"
+	}
+	statusLine = strconv.Itoa(status) + " " + statusLine
+	w.Header().Del("Last-Modified")
+	w.Header().Del("Cache-Control")
+	// webob picks the body type from Accept among text/html and
+	// application/json, falling back to text/plain.
+	offers := acceptableOffers(r.Header.Get("Accept"), []string{"text/html", "application/json"})
+	match := ""
+	if len(offers) > 0 {
+		match = offers[0]
+	}
+	switch match {
+	case "text/html":
 		w.Header().Set("Content-Type", "text/html; charset=UTF-8")
 		w.WriteHeader(status)
-		_, _ = w.Write([]byte("<html>\n <head>\n  <title>" + html.EscapeString(http.StatusText(status)) +
-			"</title>\n </head>\n <body>\n  <h1>" + html.EscapeString(title) + "</h1>\n  " +
-			html.EscapeString(strings.TrimSpace(detail)) + "\n </body>\n</html>"))
+		_, _ = io.WriteString(w, "<html>\n <head>\n  <title>"+statusLine+"</title>\n </head>\n <body>\n  <h1>"+
+			statusLine+"</h1>\n  "+webobBody(r, status, msg, pyHTMLEscape)+"\n </body>\n</html>")
+		return
+	case "":
+		w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, statusLine+"\n\n"+webobDetail(r, status, msg))
 		return
 	}
-	item := errorItem{Status: status, Title: title, Detail: detail, RequestID: logging.RequestID(r.Context())}
+	item := errorItem{Status: status, Title: http.StatusText(status), Detail: webobDetail(r, status, msg), RequestID: logging.RequestID(r.Context())}
 	if versions {
 		item.MaxVersion = maxVersion.String()
 		item.MinVersion = minVersion.String()
@@ -109,8 +154,6 @@ func writeErrorBody(w http.ResponseWriter, r *http.Request, status int, code, ms
 	}
 	b, _ := marshalJSON(errorBody{Errors: []errorItem{item}})
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Del("Last-Modified")
-	w.Header().Del("Cache-Control")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
@@ -131,29 +174,60 @@ func webobStripTags(s string) string {
 	return webobTagRe.ReplaceAllString(s, "")
 }
 
-// webobDetail renders the "detail" of an error the way webob's exception
-// templates do after strip_tags: the status' explanation, a blank line,
-// then the message. 405, 406 and 415 have their own templates.
-func webobDetail(r *http.Request, status int, msg string) string {
-	m := webobStripTags(msg)
+// webobBody is the exception's body template filled in (webob's
+// _make_body) with escape applied to the substituted values: the
+// status' explanation and the message, or the 405/406/415 templates
+// that name the request's method, Accept or Content-Type.
+func webobBody(r *http.Request, status int, msg string, escape func(string) string) string {
 	switch status {
 	case http.StatusMethodNotAllowed:
-		return "The method " + r.Method + " is not allowed for this resource. \n\n " + m
+		return "The method " + escape(r.Method) + " is not allowed for this resource. <br /><br />\n" + escape(msg)
 	case http.StatusNotAcceptable:
-		return "The resource could not be generated that was acceptable to your browser (content of type " +
-			webobStripTags(r.Header.Get("Accept")) + ". \n\n " + m
+		return "The resource could not be generated that was acceptable to your browser\n(content of type " +
+			escape(r.Header.Get("Accept")) + ". <br /><br />\n" + escape(msg)
 	case http.StatusUnsupportedMediaType:
 		ct := r.Header.Get("Content-Type")
 		if ct == "" {
 			ct = "None"
 		}
-		return "The request media type " + webobStripTags(ct) + " is not supported by this server. \n\n " + m
+		return "The request media type " + escape(ct) + " is not supported by this server.\n<br /><br />\n" + escape(msg)
 	}
 	expl := explanations[status]
 	if expl == "" {
 		expl = http.StatusText(status)
 	}
-	return expl + "\n\n " + m + "  "
+	return escape(expl) + "<br /><br />\n" + escape(msg) + "\n\n"
+}
+
+// webobDetail is the "detail" of a JSON (or the text of a plain) error:
+// the body template after strip_tags.
+func webobDetail(r *http.Request, status int, msg string) string {
+	return webobStripTags(webobBody(r, status, msg, func(s string) string { return s }))
+}
+
+// pyHTMLEscape is webob's html_escape: html.escape(s, quote=True) then
+// non-ASCII characters as decimal character references.
+func pyHTMLEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '&':
+			b.WriteString("&amp;")
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case r == '"':
+			b.WriteString("&quot;")
+		case r == '\'':
+			b.WriteString("&#x27;")
+		case r > 0x7f:
+			b.WriteString("&#" + strconv.Itoa(int(r)) + ";")
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // renderPanic is the Recover middleware's renderer.

@@ -166,7 +166,7 @@ func (a *API) createInventory(w http.ResponseWriter, r *http.Request) error {
 	uuid := chi.URLParam(r, "uuid")
 	p, err := a.svc.GetProvider(r.Context(), uuid)
 	if err != nil {
-		return err
+		return escapedNotFound(err)
 	}
 	v, _, err := readJSONValue(r, schemaPostInventory)
 	if err != nil {
@@ -205,7 +205,7 @@ func (a *API) setInventories(w http.ResponseWriter, r *http.Request) error {
 	uuid := chi.URLParam(r, "uuid")
 	p, err := a.svc.GetProvider(r.Context(), uuid)
 	if err != nil {
-		return err
+		return escapedNotFound(err)
 	}
 	v, _, err := readJSONValue(r, schemaPutInventories)
 	if err != nil {
@@ -262,7 +262,7 @@ func (a *API) deleteInventories(w http.ResponseWriter, r *http.Request) error {
 	}
 	uuid := chi.URLParam(r, "uuid")
 	if _, err := a.svc.GetProvider(r.Context(), uuid); err != nil {
-		return err
+		return escapedNotFound(err)
 	}
 	_, _, err := a.svc.SetInventories(r.Context(), uuid, nil, nil, nil)
 	if err != nil {
@@ -289,7 +289,7 @@ func (a *API) updateInventory(w http.ResponseWriter, r *http.Request) error {
 	uuid, rc := chi.URLParam(r, "uuid"), chi.URLParam(r, "rc")
 	p, err := a.svc.GetProvider(r.Context(), uuid)
 	if err != nil {
-		return err
+		return escapedNotFound(err)
 	}
 	v, _, err := readJSONValue(r, schemaPutInventory)
 	if err != nil {
@@ -317,7 +317,7 @@ func (a *API) updateInventory(w http.ResponseWriter, r *http.Request) error {
 				return placement.BadRequest("No inventory record with resource class for resource provider %s: %s", uuid, msg)
 			}
 		}
-		return err
+		return escapedNotFound(err)
 	}
 	out.UpdatedAt = time.Now().UTC()
 	return sendInventory(w, r, http.StatusOK, p2.Generation, out)
@@ -330,7 +330,7 @@ func (a *API) deleteInventory(w http.ResponseWriter, r *http.Request) error {
 	}
 	uuid, rc := chi.URLParam(r, "uuid"), chi.URLParam(r, "rc")
 	if _, err := a.svc.GetProvider(r.Context(), uuid); err != nil {
-		return err
+		return escapedNotFound(err)
 	}
 	err := a.svc.DeleteInventory(r.Context(), uuid, rc)
 	if err != nil {

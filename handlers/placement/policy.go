@@ -64,7 +64,13 @@ var rules = map[string]ruleKind{
 
 // Authorize returns a 403 error unless the caller in ctx may perform
 // rule. targetProject is the project the action is about ("" if none).
+// Upstream's PolicyNotAuthorized escapes the handler, so the error is
+// rendered without Vary.
 func (p *Policy) Authorize(ctx context.Context, rule, targetProject string) error {
+	return escaped(p.authorize(ctx, rule, targetProject))
+}
+
+func (p *Policy) authorize(ctx context.Context, rule, targetProject string) error {
 	id := auth.FromContext(ctx)
 	if p.allowed(id, rule, targetProject) {
 		return nil

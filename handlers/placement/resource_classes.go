@@ -52,7 +52,7 @@ func (a *API) getResourceClass(w http.ResponseWriter, r *http.Request) error {
 	}
 	rc, err := a.svc.GetResourceClass(r.Context(), chi.URLParam(r, "name"))
 	if err != nil {
-		return err
+		return escapedNotFound(err)
 	}
 	lm := latest(rc.CreatedAt, rc.UpdatedAt)
 	if rc.IsStandard() {
@@ -105,7 +105,7 @@ func (a *API) putResourceClass(w http.ResponseWriter, r *http.Request) error {
 		newName, _ := nv.AsString()
 		rc, err := a.svc.RenameResourceClass(r.Context(), name, newName)
 		if err != nil {
-			return err
+			return escapedNotFound(err)
 		}
 		b, _ := marshalJSON(resourceClassJSON(r, rc.Name))
 		w.Header().Set("Content-Type", "application/json")
@@ -138,7 +138,7 @@ func (a *API) deleteResourceClass(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	if err := a.svc.DeleteResourceClass(r.Context(), chi.URLParam(r, "name")); err != nil {
-		return err
+		return escapedNotFound(err)
 	}
 	return noContent(w)
 }

@@ -14,8 +14,8 @@ func (a *API) registerResourceProviderRoutes(v func(int) microversion.Version) {
 	a.route("GET", "/resource_providers", v(0), a.listResourceProviders)
 	a.route("POST", "/resource_providers", v(0), a.createResourceProvider)
 	a.route("GET", "/resource_providers/{uuid}", v(0), a.getResourceProvider)
-	a.route("PUT", "/resource_providers/{uuid}", v(0), a.updateResourceProvider)
 	a.route("DELETE", "/resource_providers/{uuid}", v(0), a.deleteResourceProvider)
+	a.route("PUT", "/resource_providers/{uuid}", v(0), a.updateResourceProvider)
 }
 
 type link struct {
@@ -55,7 +55,7 @@ func (a *API) getResourceProvider(w http.ResponseWriter, r *http.Request) error 
 	}
 	p, err := a.svc.GetProvider(r.Context(), chi.URLParam(r, "uuid"))
 	if err != nil {
-		return err
+		return escapedNotFound(err)
 	}
 	return writeJSON(w, r, http.StatusOK, providerJSON(r, p), latest(p.CreatedAt, p.UpdatedAt))
 }
@@ -138,7 +138,7 @@ func (a *API) updateResourceProvider(w http.ResponseWriter, r *http.Request) err
 	}
 	uuid := chi.URLParam(r, "uuid")
 	if _, err := a.svc.GetProvider(r.Context(), uuid); err != nil {
-		return err
+		return escapedNotFound(err)
 	}
 	mv := ctxVersion(r.Context())
 	var body providerBody

@@ -173,7 +173,7 @@ func (a *API) updateProviderTraits(w http.ResponseWriter, r *http.Request) error
 	}
 	p, ts, err := a.svc.SetProviderTraits(r.Context(), chi.URLParam(r, "uuid"), gen, names)
 	if err != nil {
-		return err
+		return escapedNotFound(err)
 	}
 	out, lm := traitNames(ts)
 	return writeJSON(w, r, http.StatusOK, map[string]any{"traits": out, "resource_provider_generation": p.Generation}, lm)
@@ -186,7 +186,7 @@ func (a *API) deleteProviderTraits(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	if err := a.svc.DeleteProviderTraits(r.Context(), chi.URLParam(r, "uuid")); err != nil {
-		return err
+		return escapedNotFound(err)
 	}
 	return noContent(w)
 }

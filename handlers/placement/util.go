@@ -5,39 +5,110 @@ import (
 	"encoding/json"
 	"io"
 	"math"
-	"mime"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// acceptsJSON reports whether an Accept header admits application/json.
-func acceptsJSON(accept string) bool {
-	if accept == "" {
-		return true
+// acceptableOffers is webob's Accept.acceptable_offers: the offers the
+// Accept header admits, best quality first (ties in offers' order). Each
+// offer takes the quality of the most specific media range matching it;
+// quality 0 excludes it. A header webob cannot parse admits every offer.
+func acceptableOffers(accept string, offers []string) []string {
+	type mediaRange struct {
+		typ, sub string
+		params   string
+		q        float64
 	}
+	var ranges []mediaRange
+	valid := true
 	for _, part := range strings.Split(accept, ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil {
+		part = strings.TrimSpace(part)
+		if part == "" {
 			continue
 		}
-		if q, ok := params["q"]; ok {
-			if f, err := strconv.ParseFloat(q, 64); err == nil && f == 0 {
+		fields := strings.Split(part, ";")
+		mt := strings.ToLower(strings.TrimSpace(fields[0]))
+		typ, sub, ok := strings.Cut(mt, "/")
+		if !ok || typ == "" || sub == "" || (typ == "*" && sub != "*") {
+			valid = false
+			break
+		}
+		mr := mediaRange{typ: typ, sub: sub, q: 1}
+		var params []string
+		for _, f := range fields[1:] {
+			k, v, ok := strings.Cut(strings.TrimSpace(f), "=")
+			if !ok {
+				valid = false
+				break
+			}
+			if strings.EqualFold(strings.TrimSpace(k), "q") {
+				q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil || q < 0 || q > 1 {
+					valid = false
+					break
+				}
+				mr.q = q
+				break // what follows q are extension parameters
+			}
+			params = append(params, strings.ToLower(strings.TrimSpace(k))+"="+strings.TrimSpace(v))
+		}
+		mr.params = strings.Join(params, ";")
+		ranges = append(ranges, mr)
+	}
+	if !valid {
+		return append([]string(nil), offers...)
+	}
+	type scored struct {
+		offer       string
+		q           float64
+		idx, specif int
+	}
+	var out []scored
+	for i, offer := range offers {
+		typ, sub, _ := strings.Cut(strings.ToLower(offer), "/")
+		best := scored{offer: offer, idx: i, specif: 0}
+		for _, mr := range ranges {
+			var sp int
+			switch {
+			case mr.typ == "*" && mr.sub == "*":
+				sp = 1
+			case mr.sub == "*":
+				if mr.typ != typ {
+					continue
+				}
+				sp = 2
+			case mr.typ == typ && mr.sub == sub:
+				if mr.params != "" {
+					continue // the offers carry no parameters
+				}
+				sp = 3
+			default:
 				continue
 			}
+			if sp <= best.specif {
+				continue
+			}
+			best.specif, best.q = sp, mr.q
 		}
-		switch mt {
-		case "application/json", "application/*", "*/*":
-			return true
+		if best.specif > 0 && best.q != 0 {
+			out = append(out, best)
 		}
 	}
-	return false
+	sort.SliceStable(out, func(a, b int) bool { return out[a].q > out[b].q })
+	res := make([]string, len(out))
+	for i, o := range out {
+		res[i] = o.offer
+	}
+	return res
 }
 
-// checkAccept is the 406 for GET handlers when JSON is not acceptable.
+// checkAccept is util.check_accept('application/json'): 406 when an
+// Accept header is given and does not admit JSON.
 func checkAccept(r *http.Request) error {
-	if !acceptsJSON(r.Header.Get("Accept")) {
+	if acc := r.Header.Get("Accept"); acc != "" && len(acceptableOffers(acc, []string{"application/json"})) == 0 {
 		return errStatus(http.StatusNotAcceptable, "Only application/json is provided")
 	}
 	return nil

@@ -60,7 +60,13 @@ func (s *Service) ListTraits(ctx context.Context, f TraitFilter) ([]Trait, error
 			q += " AND NOT EXISTS (SELECT 1 FROM resource_provider_traits rpt WHERE rpt.trait_id = t.id)"
 		}
 	}
-	q += " ORDER BY t.id"
+	// Upstream's order is the database's: a name IN (…) lookup walks the
+	// unique name index (sorted by name), anything else the table.
+	if f.NameIn != nil {
+		q += " ORDER BY t.name"
+	} else {
+		q += " ORDER BY t.id"
+	}
 	var out []Trait
 	err := s.conn(ctx).Raw(q, args...).Scan(&out).Error
 	return out, wrap("list traits", err)
