@@ -232,53 +232,60 @@ func TestConcurrentAllocationWrites(t *testing.T) {
 
 // BenchmarkPutAllocations measures durable PUT /allocations/{consumer}
 // writes through the whole HTTP stack, from parallel clients, each
-// creating a new consumer on one of 100 providers (the load tool's shape).
+// creating a new consumer on one of 100 (or 5: many allocations per
+// provider) providers.
 func BenchmarkPutAllocations(b *testing.B) {
 	for _, dialect := range dbtest.Dialects() {
-		b.Run(string(dialect), func(b *testing.B) {
-			d := dbtest.OpenDialect(b, dialect)
-			svc := placement.NewService(d, placement.Config{IncompleteConsumerProjectID: testIncomplete, IncompleteConsumerUserID: testIncomplete})
-			srv := httptest.NewServer(New(svc, config.Placement{PolicyMode: "legacy"}, config.CORS{}).Handler())
-			defer srv.Close()
-			var rps []string
-			for i := 0; i < 100; i++ {
-				p, err := svc.CreateProvider(context.Background(), fmt.Sprintf("bench%d", i), "", nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for _, inv := range []models.Inventory{
-					{ResourceProviderID: p.ID, ResourceClassID: 1, Total: 1 << 30, MinUnit: 1, MaxUnit: 1 << 30, StepSize: 1, AllocationRatio: 1},
-					{ResourceProviderID: p.ID, ResourceClassID: 2, Total: 1 << 30, MinUnit: 1, MaxUnit: 1 << 30, StepSize: 1, AllocationRatio: 1},
-				} {
-					if err := d.Create(&inv).Error; err != nil {
-						b.Fatal(err)
-					}
-				}
-				rps = append(rps, p.UUID)
-			}
-			client := srv.Client()
-			client.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
-			var mu sync.Mutex
-			next := 0
-			b.SetParallelism(8)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					mu.Lock()
-					n := next
-					next++
-					mu.Unlock()
-					body := map[string]any{
-						"allocations": map[string]any{rps[n%len(rps)]: map[string]any{"resources": map[string]int64{"VCPU": 1, "MEMORY_MB": 256}}},
-						"project_id":  "proj", "user_id": "user", "consumer_generation": nil,
-					}
-					res, err := call(client, "PUT", fmt.Sprintf("%s/allocations/%08x-0000-4000-8000-000000000000", srv.URL, n), "1.28", body)
-					if err != nil || res.status != http.StatusNoContent {
-						b.Fatalf("PUT: %v %d %s", err, res.status, res.body)
-					}
-				}
+		for _, nProviders := range []int{100, 5} {
+			b.Run(fmt.Sprintf("%s/providers=%d", dialect, nProviders), func(b *testing.B) {
+				benchmarkPutAllocations(b, dialect, nProviders)
 			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
-		})
+		}
 	}
+}
+
+func benchmarkPutAllocations(b *testing.B, dialect db.Dialect, nProviders int) {
+	d := dbtest.OpenDialect(b, dialect)
+	svc := placement.NewService(d, placement.Config{IncompleteConsumerProjectID: testIncomplete, IncompleteConsumerUserID: testIncomplete})
+	srv := httptest.NewServer(New(svc, config.Placement{PolicyMode: "legacy"}, config.CORS{}).Handler())
+	defer srv.Close()
+	var rps []string
+	for i := 0; i < nProviders; i++ {
+		p, err := svc.CreateProvider(context.Background(), fmt.Sprintf("bench%d", i), "", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, inv := range []models.Inventory{
+			{ResourceProviderID: p.ID, ResourceClassID: 1, Total: 1 << 30, MinUnit: 1, MaxUnit: 1 << 30, StepSize: 1, AllocationRatio: 1},
+			{ResourceProviderID: p.ID, ResourceClassID: 2, Total: 1 << 30, MinUnit: 1, MaxUnit: 1 << 30, StepSize: 1, AllocationRatio: 1},
+		} {
+			if err := d.Create(&inv).Error; err != nil {
+				b.Fatal(err)
+			}
+		}
+		rps = append(rps, p.UUID)
+	}
+	client := srv.Client()
+	client.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
+	var mu sync.Mutex
+	next := 0
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			mu.Lock()
+			n := next
+			next++
+			mu.Unlock()
+			body := map[string]any{
+				"allocations": map[string]any{rps[n%len(rps)]: map[string]any{"resources": map[string]int64{"VCPU": 1, "MEMORY_MB": 256}}},
+				"project_id":  "proj", "user_id": "user", "consumer_generation": nil,
+			}
+			res, err := call(client, "PUT", fmt.Sprintf("%s/allocations/%08x-0000-4000-8000-000000000000", srv.URL, n), "1.28", body)
+			if err != nil || res.status != http.StatusNoContent {
+				b.Fatalf("PUT: %v %d %s", err, res.status, res.body)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
 }

@@ -175,22 +175,47 @@ func (b *writeBatcher) submit(s *Service, plan writePlan) error {
 }
 
 // run drains the queue, one batch at a time, then exits.
+//
+// While it runs it keeps one connection: SQLite's page cache belongs to a
+// connection and is dropped when another connection has written, so a
+// writer that hops between pooled connections re-reads (and, with the
+// pure-Go SQLite, re-allocates) its pages on every transaction.
 func (b *writeBatcher) run(s *Service) {
-	for {
-		b.mu.Lock()
-		n := min(len(b.queue), maxBatch)
-		if n == 0 {
-			b.running = false
-			b.queue = nil
-			b.mu.Unlock()
-			return
+	err := s.db.WithContext(context.Background()).Connection(func(conn *gorm.DB) error {
+		for {
+			batch := b.next()
+			if batch == nil {
+				return nil
+			}
+			s.runBatch(conn, batch)
 		}
-		batch := make([]*batchReq, n)
-		copy(batch, b.queue)
-		b.queue = append(b.queue[:0:0], b.queue[n:]...)
-		b.mu.Unlock()
-		s.runBatch(batch)
+	})
+	if err != nil {
+		// No connection to be had: fail what is queued; the next
+		// submit starts a new run.
+		for batch := b.next(); batch != nil; batch = b.next() {
+			for _, r := range batch {
+				r.done <- err
+			}
+		}
 	}
+}
+
+// next takes up to maxBatch queued requests, or marks the batcher idle
+// and returns nil when there are none.
+func (b *writeBatcher) next() []*batchReq {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := min(len(b.queue), maxBatch)
+	if n == 0 {
+		b.running = false
+		b.queue = nil
+		return nil
+	}
+	batch := make([]*batchReq, n)
+	copy(batch, b.queue)
+	b.queue = append(b.queue[:0:0], b.queue[n:]...)
+	return batch
 }
 
 // errBatchApply aborts a batch whose write half failed.
@@ -198,7 +223,8 @@ type errBatchApply struct{ err error }
 
 func (e *errBatchApply) Error() string { return e.err.Error() }
 
-func (s *Service) runBatch(batch []*batchReq) {
+// runBatch runs batch in one transaction on conn.
+func (s *Service) runBatch(conn *gorm.DB, batch []*batchReq) {
 	results := make([]error, len(batch))
 	err := func() (err error) {
 		defer func() {
@@ -206,7 +232,7 @@ func (s *Service) runBatch(batch []*batchReq) {
 				err = fmt.Errorf("allocation write panicked: %v", p)
 			}
 		}()
-		return s.db.WithContext(context.Background()).Transaction(func(tx *gorm.DB) error {
+		return conn.Transaction(func(tx *gorm.DB) error {
 			for i, r := range batch {
 				apply, err := r.plan(tx)
 				if err != nil {
@@ -236,7 +262,7 @@ func (s *Service) runBatch(batch []*batchReq) {
 	}
 	// Run each alone so that one failing write cannot fail the others.
 	for _, r := range batch {
-		s.runBatch([]*batchReq{r})
+		s.runBatch(conn, []*batchReq{r})
 	}
 }
 
@@ -486,7 +512,7 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 				return err
 			}
 		}
-		if err := insertAllocations(tx, inserts, t); err != nil {
+		if err := s.insertAllocations(tx, inserts, t); err != nil {
 			return err
 		}
 		delta := map[usageKey]int64{}
@@ -570,7 +596,7 @@ func (s *Service) writeConsumers(tx *gorm.DB, ws []ConsumerWrite, existing map[s
 	// concurrent creator makes this insert fail, and the retry sees the
 	// consumer.
 	var sb strings.Builder
-	sb.WriteString("INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id, created_at, updated_at) VALUES ")
+	sb.WriteString(s.insertVerb() + " consumers (uuid, project_id, user_id, generation, consumer_type_id, created_at, updated_at) VALUES ")
 	args := make([]any, 0, 6*len(newRows))
 	for i, w := range newRows {
 		if i > 0 {
@@ -593,13 +619,25 @@ func (s *Service) writeConsumers(tx *gorm.DB, ws []ConsumerWrite, existing map[s
 	return nil
 }
 
+// insertVerb starts the multi-row INSERTs of a write. On SQLite it is
+// INSERT OR FAIL: any failure aborts the whole write anyway, so SQLite
+// need not keep a statement journal to undo half a statement (which the
+// pure-Go SQLite pays for with a memory map per statement).
+func (s *Service) insertVerb() string {
+	if s.db.Dialect == db.SQLite {
+		return "INSERT OR FAIL INTO"
+	}
+	return "INSERT INTO"
+}
+
 // insertAllocations inserts rows in multi-row INSERTs.
-func insertAllocations(tx *gorm.DB, rows []allocInsert, t time.Time) error {
+func (s *Service) insertAllocations(tx *gorm.DB, rows []allocInsert, t time.Time) error {
+	verb := s.insertVerb()
 	const chunk = 500
 	for len(rows) > 0 {
 		n := min(len(rows), chunk)
 		var sb strings.Builder
-		sb.WriteString("INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at) VALUES ")
+		sb.WriteString(verb + " allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at) VALUES ")
 		args := make([]any, 0, 6*n)
 		for i, a := range rows[:n] {
 			if i > 0 {
@@ -730,7 +768,7 @@ func (s *Service) addUsage(tx *gorm.DB, delta map[usageKey]int64) error {
 		return keys[i].rc < keys[j].rc
 	})
 	var sb strings.Builder
-	sb.WriteString("INSERT INTO allocation_usages (resource_provider_id, resource_class_id, used) VALUES ")
+	sb.WriteString(s.insertVerb() + " allocation_usages (resource_provider_id, resource_class_id, used) VALUES ")
 	args := make([]any, 0, 3*len(keys))
 	for i, k := range keys {
 		if i > 0 {

@@ -15,12 +15,13 @@ type ProviderUsages struct {
 // GetProviderUsages returns the usages of provider rpUUID, read with its
 // generation in one statement.
 func (s *Service) GetProviderUsages(ctx context.Context, rpUUID string) (*ProviderUsages, error) {
-	rows, err := s.conn(ctx).Raw(`SELECT rp.generation, rc.name,
- (SELECT COALESCE(SUM(a.used), 0) FROM allocations a
-  WHERE a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id)
+	// allocation_usages is kept equal to the sum of the allocations by
+	// every write, in the same transaction.
+	rows, err := s.conn(ctx).Raw(`SELECT rp.generation, rc.name, COALESCE(u.used, 0)
  FROM resource_providers rp
  LEFT JOIN inventories i ON i.resource_provider_id = rp.id
  LEFT JOIN resource_classes rc ON rc.id = i.resource_class_id
+ LEFT JOIN allocation_usages u ON u.resource_provider_id = i.resource_provider_id AND u.resource_class_id = i.resource_class_id
  WHERE rp.uuid = ?`, rpUUID).Rows()
 	if err != nil {
 		return nil, wrap("get provider usages", err)
