@@ -18,6 +18,9 @@
 //	fields := ParseShow(t, out)            // map[Field]Value of a show table
 //	out, code := srv.Run(t, "openstack", "reservation", "host", "delete", "x")
 //
+// This file owns the package's TestMain (it removes the built binary);
+// other test files here must not define one.
+//
 // The clients run in keystoneauth's noauth mode: OS_AUTH_TYPE=none and
 // OS_ENDPOINT=<server>/v1 (the token sent is "notused", which Leasehold's
 // noauth treats as the admin of project admin).
@@ -274,9 +277,13 @@ func tableRows(t testing.TB, out string) [][]string {
 	return rows
 }
 
-// ParseList parses a cliff list table into one map per row.
+// ParseList parses a cliff list table into one map per row. cliff prints
+// nothing at all for an empty list: that gives nil.
 func ParseList(t testing.TB, out string) []map[string]string {
 	t.Helper()
+	if strings.TrimSpace(out) == "" {
+		return nil
+	}
 	rows := tableRows(t, out)
 	var res []map[string]string
 	for _, r := range rows[1:] {

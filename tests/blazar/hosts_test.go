@@ -339,3 +339,33 @@ func TestBlazarCLIReservedResources(t *testing.T) {
 	srv.MustRun(t, "blazar", "lease-delete", "lease1")
 	wantContains(t, srv.MustRun(t, "blazar", "host-delete", "compute-1"), "Deleted host: compute-1")
 }
+
+func TestParseTables(t *testing.T) {
+	list := `+----+---------------------+-------+
+| id | hypervisor_hostname | vcpus |
++----+---------------------+-------+
+| 1  | compute-1           |     8 |
+| 2  | compute-2           |     4 |
++----+---------------------+-------+
+`
+	want := []map[string]string{{"id": "1", "hypervisor_hostname": "compute-1", "vcpus": "8"}, {"id": "2", "hypervisor_hostname": "compute-2", "vcpus": "4"}}
+	if diff := cmp.Diff(want, ParseList(t, list)); diff != "" {
+		t.Errorf("ParseList (-want +got):\n%s", diff)
+	}
+	if got := ParseList(t, "\n"); got != nil {
+		t.Errorf("empty list parsed as %v", got)
+	}
+	show := `Created a new host:
++----------+------------------+
+| Field    | Value            |
++----------+------------------+
+| cpu_info | {                |
+|          |     "arch": "x"  |
+|          | }                |
+| id       | 1                |
++----------+------------------+
+`
+	if diff := cmp.Diff(map[string]string{"cpu_info": "{\n\"arch\": \"x\"\n}", "id": "1"}, ParseShow(t, show)); diff != "" {
+		t.Errorf("ParseShow (-want +got):\n%s", diff)
+	}
+}
