@@ -13,6 +13,7 @@
 // Harness, for every client test in this directory:
 //
 //	srv := StartServer(t)                  // builds once, starts, stops at cleanup
+//	srv2 := StartServerOn(t, dbURL)        // a replica on a shared database
 //	out := srv.MustRun(t, "blazar", "host-list")
 //	rows := ParseList(t, out)              // []map[column]value of a cliff table
 //	fields := ParseShow(t, out)            // map[Field]Value of a show table
@@ -117,8 +118,15 @@ var listenRE = regexp.MustCompile(`msg=listening addr=(\S+) serves="blazar`)
 // stops it when the test ends.
 func StartServer(t testing.TB) *Server {
 	t.Helper()
+	return StartServerOn(t, dbtest.URL(t))
+}
+
+// StartServerOn starts leasehold on a free port with the database at
+// dbURL (several servers may share one, as replicas do) and stops it when
+// the test ends.
+func StartServerOn(t testing.TB, dbURL string) *Server {
+	t.Helper()
 	bin := leaseholdBinary(t)
-	dbURL := dbtest.URL(t)
 	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--database", dbURL, "--log-format", "text", "--log-level", "info")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
