@@ -43,6 +43,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -551,13 +552,35 @@ func takeReservable(caps map[string]string) (*bool, error) {
 	return &b, nil
 }
 
+// maxTextBytes is the most a TEXT column holds on MySQL.
+const maxTextBytes = 65535
+
 func checkCapabilityKeys(caps map[string]string) error {
-	for k := range caps {
+	for k, v := range caps {
 		if strings.TrimSpace(k) == "" {
 			return errorf(http.StatusBadRequest, "Extra capability keys must not be empty")
 		}
-		if len(k) > MaxCapabilityKey {
-			return errorf(http.StatusBadRequest, "Extra capability key too long: %q has %d characters, at most %d are allowed", k, len(k), MaxCapabilityKey)
+		if n := utf8.RuneCountInString(k); n > MaxCapabilityKey {
+			return errorf(http.StatusBadRequest, "Extra capability key too long: %q has %d characters, at most %d are allowed", k, n, MaxCapabilityKey)
+		}
+		if len(v) > maxTextBytes {
+			return errorf(http.StatusBadRequest, "Extra capability %s is too long: %d bytes, at most %d are allowed", k, len(v), maxTextBytes)
+		}
+	}
+	return nil
+}
+
+// checkDetails bounds the host's own fields to their column sizes.
+func checkDetails(d compute.HostDetails) error {
+	for _, f := range []struct {
+		name, value string
+		max         int
+	}{
+		{"service_name", d.ServiceName, 255}, {"hypervisor_type", d.HypervisorType, 255},
+		{"availability_zone", d.AvailabilityZone, 255}, {"cpu_info", d.CPUInfo, maxTextBytes},
+	} {
+		if len(f.value) > f.max {
+			return errorf(http.StatusBadRequest, "Malformed parameter `%s`: %d bytes, at most %d are allowed", f.name, len(f.value), f.max)
 		}
 	}
 	return nil
@@ -580,6 +603,9 @@ func (s *Service) Create(ctx context.Context, body map[string]any) (*Host, error
 		return nil, err
 	}
 	if err := checkCapabilityKeys(caps); err != nil {
+		return nil, err
+	}
+	if err := checkDetails(details); err != nil {
 		return nil, err
 	}
 	name := details.HypervisorHostname

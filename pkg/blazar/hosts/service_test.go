@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -176,6 +177,15 @@ func TestCreateErrorsLeaveNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		long := fmt.Sprintf("%065d", 0)
+		// 64 characters but more bytes: accepted (characters count).
+		if _, err := s.Create(ctx, body("name", "wide", strings.Repeat("é", 64), "x")); err != nil {
+			t.Fatalf("64-character key: %v", err)
+		}
+		if err := s.Delete(ctx, "2"); err != nil {
+			t.Fatal(err)
+		}
+		d.Exec("DELETE FROM computehost_extra_capabilities")
+		d.Exec("DELETE FROM resource_properties")
 		tests := []struct {
 			name   string
 			body   map[string]any
@@ -188,6 +198,10 @@ func TestCreateErrorsLeaveNothing(t *testing.T) {
 			{"bad vcpus", body("name", "c2", "vcpus", "many"), 400},
 			{"duplicate", body("name", "dup"), 409},
 			{"huge inventory", body("name", "c2", "vcpus", "99999999999"), 400},
+			{"long service name", body("name", "c2", "service_name", strings.Repeat("s", 256)), 400},
+			{"long cpu_info", body("name", "c2", "cpu_info", `"`+strings.Repeat("x", 70000)+`"`), 400},
+			{"long value", body("name", "c2", "gpu", strings.Repeat("v", 70000)), 400},
+			{"long host name", body("name", strings.Repeat("h", 194)), 400},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
