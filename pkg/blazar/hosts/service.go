@@ -12,6 +12,8 @@
 //     "computehosts" change marker in the database moves (one primary-key
 //     read per call), so several processes sharing one database stay
 //     correct. The returned hosts are shared: treat them as read-only.
+//     While nothing changed, every call returns the very same slice.
+//     List (GET /v1/os-hosts) is served from the same copy.
 //   - Host.Lookup(key) gives hostquery the value of a host field (id,
 //     hypervisor_hostname, service_name, vcpus, memory_mb, local_gb,
 //     hypervisor_type, hypervisor_version, cpu_info, availability_zone,
@@ -198,7 +200,8 @@ type Service struct {
 	cacheMu      sync.Mutex
 	cacheValid   bool
 	cacheVersion int64
-	cache        []Host
+	cache        []Host // reservable hosts
+	cacheAll     []Host
 
 	now func() time.Time
 }
@@ -260,7 +263,7 @@ func bumpMarker(tx *gorm.DB, name string) error {
 func (s *Service) invalidate() {
 	s.cacheMu.Lock()
 	s.cacheValid = false
-	s.cache = nil
+	s.cache, s.cacheAll = nil, nil
 	s.cacheMu.Unlock()
 }
 
@@ -370,11 +373,6 @@ func loadCaps(tx *gorm.DB, hostID int64) (map[int64]map[string]string, error) {
 	return out, rows.Err()
 }
 
-// List returns every registered host, by id.
-func (s *Service) List(ctx context.Context) ([]Host, error) {
-	return listHosts(s.db.WithContext(ctx), false)
-}
-
 // hostColumns are read by scanHosts, in this order.
 const hostColumns = `id, vcpus, cpu_info, hypervisor_type, hypervisor_version, hypervisor_hostname, service_name,
  memory_mb, local_gb, status, availability_zone, trust_id, reservable, compute_provider_uuid,
@@ -470,28 +468,48 @@ func getHost(tx *gorm.DB, id string) (*Host, error) {
 // See the package documentation for the caching rules; the result is
 // shared and must not be modified.
 func (s *Service) Reservable(ctx context.Context) ([]Host, error) {
+	_, res, err := s.snapshot(ctx)
+	return res, err
+}
+
+// List returns every registered host, by id, from the same cache as
+// Reservable (shared: do not modify).
+func (s *Service) List(ctx context.Context) ([]Host, error) {
+	all, _, err := s.snapshot(ctx)
+	return all, err
+}
+
+// snapshot returns all hosts and the reservable ones, re-read when the
+// change marker moved since the cached copy was taken.
+func (s *Service) snapshot(ctx context.Context) (all, reservable []Host, err error) {
 	conn := s.db.WithContext(ctx)
 	var version int64
 	if err := conn.Raw("SELECT version FROM leasehold_change_markers WHERE name = ?", hostsMarker).Scan(&version).Error; err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.cacheMu.Lock()
 	if s.cacheValid && s.cacheVersion == version {
-		out := s.cache
+		all, reservable = s.cacheAll, s.cache
 		s.cacheMu.Unlock()
-		return out[:len(out):len(out)], nil
+		return all[:len(all):len(all)], reservable[:len(reservable):len(reservable)], nil
 	}
 	s.cacheMu.Unlock()
 	// Read after the marker: a write racing with this load moves the
 	// marker again, so the copy below is at worst re-read next time.
-	hosts, err := listHosts(conn, true)
+	all, err = listHosts(conn, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	reservable = make([]Host, 0, len(all))
+	for i := range all {
+		if all[i].Reservable {
+			reservable = append(reservable, all[i])
+		}
 	}
 	s.cacheMu.Lock()
-	s.cache, s.cacheVersion, s.cacheValid = hosts, version, true
+	s.cacheAll, s.cache, s.cacheVersion, s.cacheValid = all, reservable, version, true
 	s.cacheMu.Unlock()
-	return hosts[:len(hosts):len(hosts)], nil
+	return all[:len(all):len(all)], reservable[:len(reservable):len(reservable)], nil
 }
 
 // bodyStrings turns a decoded JSON body into string values: strings as
