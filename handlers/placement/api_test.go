@@ -154,6 +154,16 @@ func TestProviderListAPI(t *testing.T) {
 		{name: "member_of twice before 1.24", method: "GET", path: "/resource_providers?member_of=" + rpA + "&member_of=" + rpB, mv: "1.23", status: 400,
 			has: []string{"Multiple member_of parameters are not supported"}},
 		{name: "in_tree", method: "GET", path: "/resource_providers?in_tree=" + rpA, mv: "1.14", status: 200, has: []string{`"uuid":"` + rpA + `"`}},
+		// Placement's "uuid" format is oslo's is_uuid_like, not
+		// jsonschema's: braces and urn: pass, a leading + or 0x does not.
+		{name: "in_tree in braces", method: "GET", path: "/resource_providers?in_tree=%7B" + rpA + "%7D", mv: "1.14", status: 200},
+		{name: "uuid with 0x", method: "GET", path: "/resource_providers?uuid=0x" + rpA[2:], status: 400,
+			has: []string{"Invalid query string parameters: '0x" + rpA[2:] + "' is not a 'uuid'  Failed validating 'format' in schema['properties']['uuid']"}},
+		{name: "parent with +", method: "POST", path: "/resource_providers", mv: "1.14", body: `{"name": "b", "parent_provider_uuid": "+` + rpA[1:] + `"}`, status: 400,
+			has: []string{"JSON does not validate: '+" + rpA[1:] + "' is not a 'uuid'  Failed validating 'format' in schema[0]:     {'format': 'uuid', 'type': 'string'}  On instance:"}},
+		// It passes validation, but the parent is looked up as written.
+		{name: "urn parent", method: "POST", path: "/resource_providers", mv: "1.14", body: `{"name": "b", "parent_provider_uuid": "urn:uuid:` + rpA + `"}`, status: 400,
+			has: []string{"parent provider UUID does not exist."}},
 	})
 }
 

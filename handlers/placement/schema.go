@@ -62,6 +62,9 @@ func validateJSONBytes(body []byte, schema string) (pyjsonschema.Value, error) {
 	if verr := sch.Validate(checked); verr != nil {
 		return v, errStatus(http.StatusBadRequest, "JSON does not validate: "+verr.Error())
 	}
+	if verr := uuidFormatViolation(sch.Raw(), v, nil, nil); verr != nil {
+		return v, errStatus(http.StatusBadRequest, "JSON does not validate: "+verr.Error())
+	}
 	return v, nil
 }
 
@@ -133,6 +136,9 @@ func validateQuery(r *http.Request, schema string) (*placement.Query, error) {
 		inst = fixed
 	}
 	if verr := sch.Validate(inst); verr != nil {
+		return nil, errStatus(http.StatusBadRequest, "Invalid query string parameters: "+verr.Error())
+	}
+	if verr := uuidFormatViolation(sch.Raw(), pyjsonschema.QueryValue(q.Items()), nil, nil); verr != nil {
 		return nil, errStatus(http.StatusBadRequest, "Invalid query string parameters: "+verr.Error())
 	}
 	return q, nil
@@ -373,4 +379,84 @@ func compilePyRegexp(p string) (*regexp.Regexp, error) {
 	}
 	pyRegexps.Store(p, re)
 	return re, nil
+}
+
+// uuidFormatViolation finds, in an instance the validator accepted, a
+// string in a "format": "uuid" position that Placement's check rejects
+// (jsonschema's built-in one accepts a few such strings, e.g. with a
+// leading "+" or "0x") and builds the error Python would report for it:
+// the format error, or the anyOf error when the format sits in an anyOf
+// branch no other branch satisfies.
+func uuidFormatViolation(schema, inst pyjsonschema.Value, ipath, spath []any) *pyjsonschema.ValidationError {
+	if schema.Kind() != pyjsonschema.ObjectKind {
+		return nil
+	}
+	if f, ok := schema.Get("format"); ok {
+		if name, _ := f.AsString(); name == "uuid" {
+			if s, ok := inst.AsString(); ok && !placement.IsUUIDLike(s) {
+				return &pyjsonschema.ValidationError{
+					Message: inst.Repr() + " is not a 'uuid'", Validator: "format", ValidatorValue: f,
+					Path: ipath, SchemaPath: appendPath(spath, "format"), AbsolutePath: ipath,
+					AbsoluteSchemaPath: appendPath(spath, "format"), Instance: inst, Schema: schema,
+				}
+			}
+		}
+	}
+	if branches, ok := schema.Get("anyOf"); ok {
+		items := branches.Items()
+		for i, b := range items {
+			// best_match descends into the anyOf's context and picks the
+			// branch whose type matches the instance: the format error,
+			// with paths relative to the anyOf.
+			berr := uuidFormatViolation(b, inst, nil, []any{i})
+			if berr == nil {
+				continue
+			}
+			others := false
+			for j, o := range items {
+				if j != i {
+					if cs, err := pyjsonschema.CompileValue(o); err == nil && cs.IsValid(inst) {
+						others = true
+					}
+				}
+			}
+			if !others {
+				berr.AbsolutePath = appendPath(ipath, berr.Path...)
+				berr.AbsoluteSchemaPath = appendPath(appendPath(spath, "anyOf"), berr.SchemaPath...)
+				return berr
+			}
+		}
+	}
+	switch inst.Kind() {
+	case pyjsonschema.ObjectKind:
+		props, _ := schema.Get("properties")
+		pats, _ := schema.Get("patternProperties")
+		for _, m := range inst.Members() {
+			if sub, ok := props.Get(m.Key); ok {
+				if e := uuidFormatViolation(sub, m.Value, appendPath(ipath, m.Key), appendPath(spath, "properties", m.Key)); e != nil {
+					return e
+				}
+			}
+			for _, pm := range pats.Members() {
+				if re, err := compilePyRegexp(pm.Key); err == nil && re.MatchString(m.Key) {
+					if e := uuidFormatViolation(pm.Value, m.Value, appendPath(ipath, m.Key), appendPath(spath, "patternProperties", pm.Key)); e != nil {
+						return e
+					}
+				}
+			}
+		}
+	case pyjsonschema.ArrayKind:
+		if items, ok := schema.Get("items"); ok {
+			for i, e := range inst.Items() {
+				if v := uuidFormatViolation(items, e, appendPath(ipath, i), appendPath(spath, "items")); v != nil {
+					return v
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func appendPath(p []any, more ...any) []any {
+	return append(append([]any{}, p...), more...)
 }
