@@ -936,3 +936,29 @@ func sortedReservations(in []HostReservation) []HostReservation {
 	})
 	return out
 }
+
+// ReservableTx returns which of the host ids (API ids) exist and are
+// reservable, read inside tx. The lease engine calls it after locking the
+// hosts it is about to book: a host deleted (Delete takes the same lock
+// through ReservationChecker.HostReserved) or made non-reservable since
+// its cached view was taken is then not booked.
+func ReservableTx(tx *gorm.DB, ids []string) (map[string]bool, error) {
+	var nums []int64
+	for _, id := range ids {
+		if n, ok := parseID(id); ok {
+			nums = append(nums, n)
+		}
+	}
+	out := make(map[string]bool, len(nums))
+	if len(nums) == 0 {
+		return out, nil
+	}
+	var found []int64
+	if err := tx.Model(&models.ComputeHost{}).Where("id IN ? AND reservable = ?", nums, true).Pluck("id", &found).Error; err != nil {
+		return nil, err
+	}
+	for _, n := range found {
+		out[strconv.FormatInt(n, 10)] = true
+	}
+	return out, nil
+}

@@ -588,3 +588,23 @@ func TestReservableFlag(t *testing.T) {
 		wantStatus(t, err, 400)
 	})
 }
+
+func TestReservableTx(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, _ := newService(t, d)
+		h1, _ := s.Create(ctx, body("name", "c1"))
+		h2, _ := s.Create(ctx, body("name", "c2", "reservable", "false"))
+		h3, _ := s.Create(ctx, body("name", "c3"))
+		if err := s.Delete(ctx, h3.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReservableTx(d.DB, []string{h1.ID, h2.ID, h3.ID, "x", "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(map[string]bool{h1.ID: true}, got); diff != "" {
+			t.Errorf("ReservableTx (-want +got):\n%s", diff)
+		}
+	})
+}
