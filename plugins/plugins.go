@@ -68,11 +68,17 @@ type Plugin interface {
 	Describe(ctx context.Context, tx *gorm.DB, res []*models.Reservation) (map[string]map[string]any, error)
 }
 
-// Tx is the transaction a plugin call runs in.
+// Tx is the transaction a plugin call runs in. Plugins must do all their
+// database work through it while it is open: using another connection
+// from inside a write transaction can starve the pool (SQLite writers
+// queue for the lock while holding connections).
 type Tx struct {
 	*gorm.DB
-	Dialect     db.Dialect
-	Now         time.Time
+	Dialect db.Dialect
+	Now     time.Time
+	// Fresh is set when this attempt follows a forced Refresh of every
+	// plugin's view (see Refresher and ErrStale).
+	Fresh       bool
 	afterCommit []func()
 }
 
@@ -92,6 +98,19 @@ func (t *Tx) Committed() {
 	}
 	t.afterCommit = nil
 }
+
+// Refresher is implemented by plugins that keep a cached view (the host
+// list and bookings, the floating-IP pool). The lease service calls
+// Refresh before each transaction attempt, outside the transaction;
+// force asks for a full reload.
+type Refresher interface {
+	Refresh(ctx context.Context, force bool) error
+}
+
+// ErrStale tells the lease service that the plugin refused for lack of
+// resources from a view that may be stale: roll back, Refresh(force) every
+// plugin and run the request again (once) with Tx.Fresh set.
+var ErrStale = errors.New("view may be stale, refresh and retry")
 
 // ErrRetry tells the lease service that the transaction saw a conflict
 // with a concurrent writer (a stale view of the allocations): it must roll

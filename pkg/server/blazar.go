@@ -60,7 +60,7 @@ func (s *Server) setupBlazar(ctx context.Context, psvc *placement.Service) (http
 	drv := standalone.New(slog.Default())
 	hsvc := hosts.New(s.db, drv)
 
-	hp := hostplugin.New(leases.NewHostSource(hsvc), s.db.DB, leases.NewHostActions(hsvc, drv), hostplugin.Config{
+	hp := hostplugin.New(leases.NewHostSource(hsvc), s.db.DB, leases.NewHostActions(drv), hostplugin.Config{
 		Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
 		DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
 	}, nil)

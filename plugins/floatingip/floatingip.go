@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -36,10 +37,43 @@ type Source interface {
 }
 
 // Plugin implements plugins.Plugin for virtual:floatingip.
-type Plugin struct{ src Source }
+type Plugin struct {
+	src Source
+	now func() time.Time
+
+	mu       sync.Mutex
+	pool     []FIP
+	loadedAt time.Time
+	loaded   bool
+}
 
 // New returns the plugin.
-func New(src Source) *Plugin { return &Plugin{src: src} }
+func New(src Source) *Plugin { return &Plugin{src: src, now: time.Now} }
+
+// poolTTL is how long the cached pool is used before a reload.
+const poolTTL = 2 * time.Second
+
+// Refresh implements plugins.Refresher: the pool is read outside the
+// write transaction and cached briefly; force (after a refusal) reloads.
+func (p *Plugin) Refresh(ctx context.Context, force bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.loaded && !force && p.now().Sub(p.loadedAt) < poolTTL {
+		return nil
+	}
+	pool, err := p.src.FloatingIPs(ctx)
+	if err != nil {
+		return err
+	}
+	p.pool, p.loadedAt, p.loaded = pool, p.now(), true
+	return nil
+}
+
+func (p *Plugin) cachedPool() []FIP {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pool
+}
 
 // ResourceType implements plugins.Plugin.
 func (p *Plugin) ResourceType() string { return ResourceType }
@@ -113,10 +147,7 @@ func (p *Plugin) Validate(v plugins.Values, _ plugins.Lease) (plugins.Values, er
 // choose picks amount free addresses of the network (required ones
 // first) over the window, keeping `keep` when still free.
 func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, start, end time.Time, exclude string, keep []string) ([]string, error) {
-	pool, err := p.src.FloatingIPs(ctx)
-	if err != nil {
-		return nil, err
-	}
+	pool := p.cachedPool()
 	var busy []string
 	q := tx.WithContext(ctx).Model(&models.FloatingIPAllocation{}).Where("end_date > ? AND start_date < ?", start, end)
 	if exclude != "" {
@@ -150,6 +181,9 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, start, e
 	}
 	for _, a := range ps.required {
 		f, ok := byAddr[a]
+		if !ok && !tx.Fresh {
+			return nil, plugins.ErrStale
+		}
 		if !ok {
 			return nil, plugins.BadRequest("Floating IP %s is not in the reservable pool of network %s", a, ps.network)
 		}
@@ -166,6 +200,9 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, start, e
 	sort.Slice(free, func(i, j int) bool { return free[i].Address < free[j].Address })
 	for _, f := range free {
 		add(f.ID)
+	}
+	if len(chosen) < ps.amount && !tx.Fresh {
+		return nil, plugins.ErrStale
 	}
 	if len(chosen) < ps.amount {
 		return nil, plugins.BadRequest("Not enough floating IPs available: %d free in network %s for the window, %d needed", len(free), ps.network, ps.amount)

@@ -75,12 +75,13 @@ type PrivacySource interface {
 }
 
 // Actions are the compute side effects of a host reservation (Nova
-// aggregates and the freepool, or the standalone driver). nil means the
-// reservation only books hosts in the database.
+// aggregates and the freepool, or the standalone driver), on hosts named
+// by their service_name. nil means the reservation only books hosts in
+// the database.
 type Actions interface {
-	Start(ctx context.Context, reservationID, projectID string, hostIDs []string) error
-	End(ctx context.Context, reservationID string, hostIDs []string) error
-	Snapshot(ctx context.Context, reservationID string, hostIDs []string) error
+	Start(ctx context.Context, reservationID, projectID string, hostnames []string) error
+	End(ctx context.Context, reservationID string, hostnames []string) error
+	Snapshot(ctx context.Context, reservationID string, hostnames []string) error
 }
 
 // Config tunes the plugin.
@@ -110,6 +111,9 @@ type Plugin struct {
 
 	idx    index
 	loadMu sync.Mutex
+
+	privMu  sync.Mutex
+	private map[string]bool
 }
 
 // New returns the plugin. g is the database handle used for view reloads
@@ -176,7 +180,7 @@ func (p *Plugin) Validate(v plugins.Values, lease plugins.Lease) (plugins.Values
 	if _, err := p.params(out, nil); err != nil {
 		return nil, err
 	}
-	if err := p.checkPrivacy(out, lease); err != nil {
+	if err := p.checkPrivacy(out, lease, false); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -238,7 +242,11 @@ func (p *Plugin) params(v plugins.Values, cur *models.ComputeHostReservation) (p
 	return ps, nil
 }
 
-func (p *Plugin) checkPrivacy(v plugins.Values, lease plugins.Lease) error {
+// checkPrivacy refuses a non-admin's requirement on a private property.
+// With cached set (inside a transaction) it uses the private names seen
+// last instead of asking the source (no second connection in a
+// transaction).
+func (p *Plugin) checkPrivacy(v plugins.Values, lease plugins.Lease, cached bool) error {
 	ps, ok := p.src.(PrivacySource)
 	if !ok || lease.Admin {
 		return nil
@@ -248,9 +256,19 @@ func (p *Plugin) checkPrivacy(v plugins.Values, lease plugins.Lease) error {
 	if err != nil || q.Empty() {
 		return nil
 	}
-	private, err := ps.PrivateProperties(context.Background())
-	if err != nil {
-		return err
+	p.privMu.Lock()
+	private := p.private
+	p.privMu.Unlock()
+	if cached && private == nil {
+		return nil // nothing known yet; Validate checks new reservations
+	}
+	if !cached {
+		if private, err = ps.PrivateProperties(context.Background()); err != nil {
+			return err
+		}
+		p.privMu.Lock()
+		p.private = private
+		p.privMu.Unlock()
 	}
 	for _, k := range q.Keys() {
 		if private[k] {
@@ -294,44 +312,58 @@ func (p *Plugin) ensureView(ctx context.Context, force bool) error {
 	return nil
 }
 
-// Refresh reloads the whole view (hosts registered, deleted or changed).
-func (p *Plugin) Refresh(ctx context.Context) error {
-	p.loadMu.Lock()
-	defer p.loadMu.Unlock()
-	return p.idx.reload(ctx, p.src, p.db, p.now())
-}
+// Refresh implements plugins.Refresher: the lease service calls it before
+// every transaction attempt (outside the transaction); force reloads the
+// whole view (hosts registered, deleted or freed elsewhere).
+func (p *Plugin) Refresh(ctx context.Context, force bool) error { return p.ensureView(ctx, force) }
 
-// choose runs the allocator on the view. exclude leaves out one
-// reservation's bookings; keep restricts the candidates.
-func (p *Plugin) choose(ctx context.Context, ps params, win allocator.Interval, min, max int, exclude string, keep func(string) bool) (allocator.HostDecision, error) {
-	run := func() (allocator.HostDecision, error) {
-		var dec allocator.HostDecision
-		var err error
-		p.idx.view(exclude, keep, func(hosts []allocator.Host, info func(string) *Host) {
-			dec, err = allocator.ChooseHosts(p.cfg.Rules, hosts, allocator.HostRequest{
-				Window: win, Cleaning: p.cfg.Cleaning, Min: min, Max: max, Match: ps.match(info),
-			})
+// choose runs the allocator on the view (never the database: it runs
+// inside the write transaction). exclude leaves out one reservation's
+// bookings; keep restricts the candidates. A refusal from a view that a
+// forced refresh might change is plugins.ErrStale.
+func (p *Plugin) choose(tx *plugins.Tx, ps params, win allocator.Interval, min, max int, exclude string, keep func(string) bool) (allocator.HostDecision, error) {
+	var dec allocator.HostDecision
+	var err error
+	p.idx.view(exclude, keep, func(hosts []allocator.Host, info func(string) *Host) {
+		dec, err = allocator.ChooseHosts(p.cfg.Rules, hosts, allocator.HostRequest{
+			Window: win, Cleaning: p.cfg.Cleaning, Min: min, Max: max, Match: ps.match(info),
 		})
-		return dec, err
-	}
-	if err := p.ensureView(ctx, false); err != nil {
-		return allocator.HostDecision{}, err
-	}
-	dec, err := run()
+	})
 	var ne *allocator.NotEnoughHostsError
-	if errors.As(err, &ne) {
-		// The view may miss hosts registered or freed elsewhere.
-		if err := p.ensureView(ctx, true); err != nil {
-			return dec, err
-		}
-		dec, err = run()
+	if errors.As(err, &ne) && !tx.Fresh {
+		return dec, fmt.Errorf("%w: %w", plugins.ErrStale, err)
 	}
 	return dec, err
+}
+
+// hostnames maps host ids to the names the compute driver knows
+// (service_name), from the view.
+func (p *Plugin) hostnames(ids []string) []string {
+	p.idx.mu.RLock()
+	defer p.idx.mu.RUnlock()
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		name := id
+		if i, ok := p.idx.pos[id]; ok {
+			h := &p.idx.infos[i]
+			name = h.Name
+			if h.Lookup != nil {
+				if v, ok := h.Lookup("service_name"); ok && v != "" {
+					name = v
+				}
+			}
+		}
+		out = append(out, name)
+	}
+	return out
 }
 
 // notEnough maps the allocator's refusal to Blazar's error (409 here;
 // upstream gives 500), keeping the explanation.
 func notEnough(err error) error {
+	if errors.Is(err, plugins.ErrStale) {
+		return err
+	}
 	var ne *allocator.NotEnoughHostsError
 	if errors.As(err, &ne) {
 		return plugins.Conflict("%s", ne.Error())
@@ -399,7 +431,7 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 		return "", err
 	}
 	win := allocator.Interval{Start: lease.Start, End: lease.End}
-	dec, err := p.choose(ctx, ps, win, ps.min, ps.max, "", nil)
+	dec, err := p.choose(tx, ps, win, ps.min, ps.max, "", nil)
 	if err != nil {
 		return "", notEnough(err)
 	}
@@ -449,7 +481,7 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 	if err != nil {
 		return err
 	}
-	if err := p.checkPrivacy(v, lease); err != nil {
+	if err := p.checkPrivacy(v, lease, true); err != nil {
 		return err
 	}
 	win := allocator.Interval{Start: lease.Start, End: lease.End}
@@ -468,11 +500,14 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 		}
 		keep = nil
 		if len(held) > 0 {
-			dec, err := p.choose(ctx, ps, win, 0, min(ps.max, len(held)), res.ID, func(id string) bool { return heldSet[id] })
+			dec, err := p.choose(tx, ps, win, 0, min(ps.max, len(held)), res.ID, func(id string) bool { return heldSet[id] })
 			if err != nil {
 				return notEnough(err)
 			}
 			keep = dec.Chosen
+		}
+		if active && len(keep) < len(held) && !tx.Fresh {
+			return plugins.ErrStale
 		}
 		if active && len(keep) < len(held) {
 			return plugins.Conflict("Not enough hosts available: %d of the %d hosts of active reservation %s cannot be kept (busy in the new window, no longer matching, or above max %d)",
@@ -480,9 +515,12 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 		}
 		if len(keep) < ps.max {
 			need := max(ps.min-len(keep), 0)
-			dec, err := p.choose(ctx, ps, win, need, ps.max-len(keep), res.ID, func(id string) bool { return !heldSet[id] })
+			dec, err := p.choose(tx, ps, win, need, ps.max-len(keep), res.ID, func(id string) bool { return !heldSet[id] })
 			if err != nil {
 				var ne *allocator.NotEnoughHostsError
+				if errors.Is(err, plugins.ErrStale) {
+					return err
+				}
 				if errors.As(err, &ne) {
 					return plugins.Conflict("Not enough hosts available: %d kept, %s", len(keep), strings.TrimPrefix(ne.Error(), "Not enough hosts available: "))
 				}
@@ -512,7 +550,7 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 		return err
 	}
 	if active && len(added) > 0 && p.actions != nil {
-		if err := p.actions.Start(ctx, res.ID, lease.ProjectID, added); err != nil {
+		if err := p.actions.Start(ctx, res.ID, lease.ProjectID, p.hostnames(added)); err != nil {
 			return err
 		}
 	}
@@ -528,7 +566,7 @@ func (p *Plugin) OnStart(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 		return err
 	}
 	if p.actions != nil {
-		return p.actions.Start(ctx, res.ID, lease.ProjectID, held)
+		return p.actions.Start(ctx, res.ID, lease.ProjectID, p.hostnames(held))
 	}
 	return nil
 }
@@ -541,7 +579,7 @@ func (p *Plugin) OnEnd(ctx context.Context, tx *plugins.Tx, lease plugins.Lease,
 		return err
 	}
 	if p.actions != nil && res.Status == "active" {
-		if err := p.actions.End(ctx, res.ID, held); err != nil {
+		if err := p.actions.End(ctx, res.ID, p.hostnames(held)); err != nil {
 			return err
 		}
 	}
@@ -563,7 +601,7 @@ func (p *Plugin) BeforeEnd(ctx context.Context, tx *plugins.Tx, lease plugins.Le
 		action = p.cfg.DefaultBeforeEnd
 	}
 	if action == "snapshot" && p.actions != nil {
-		return p.actions.Snapshot(ctx, res.ID, held)
+		return p.actions.Snapshot(ctx, res.ID, p.hostnames(held))
 	}
 	return nil
 }

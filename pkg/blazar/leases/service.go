@@ -107,16 +107,30 @@ func (s *Service) tx(ctx context.Context, fn func(tx *plugins.Tx) error) error {
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
 	var err error
+	fresh, force := false, false
 	for attempt := 1; attempt <= MaxAttempts; attempt++ {
+		for _, p := range s.plugins {
+			if r, ok := p.(plugins.Refresher); ok {
+				if rerr := r.Refresh(ctx, force); rerr != nil {
+					return rerr
+				}
+			}
+		}
 		var ptx *plugins.Tx
 		err = s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
 			ptx = plugins.NewTx(g, s.db.Dialect, s.now())
+			ptx.Fresh = fresh
 			return fn(ptx)
 		}, opts)
 		if err == nil {
 			ptx.Committed()
 			return nil
 		}
+		if errors.Is(err, plugins.ErrStale) && !fresh {
+			fresh, force = true, true
+			continue
+		}
+		force = false
 		if !retryable(err) {
 			return err
 		}

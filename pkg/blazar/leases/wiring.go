@@ -2,7 +2,6 @@ package leases
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 
@@ -63,31 +62,17 @@ func (h *hostSource) PrivateProperties(ctx context.Context) (map[string]bool, er
 // hostActions moves reserved hosts between the freepool and the
 // reservation's aggregate through the compute driver.
 type hostActions struct {
-	svc *hosts.Service
 	drv compute.Driver
 }
 
 // NewHostActions returns the host plugin's compute actions over drv.
-func NewHostActions(svc *hosts.Service, drv compute.Driver) hostplugin.Actions {
-	return &hostActions{svc: svc, drv: drv}
+func NewHostActions(drv compute.Driver) hostplugin.Actions {
+	return &hostActions{drv: drv}
 }
 
-func (a *hostActions) names(ctx context.Context, ids []string) ([]string, error) {
-	out := make([]string, 0, len(ids))
-	for _, id := range ids {
-		h, err := a.svc.Get(ctx, id)
-		if err != nil {
-			return nil, fmt.Errorf("host %s: %w", id, err)
-		}
-		out = append(out, h.ServiceName)
-	}
-	return out, nil
-}
-
-func (a *hostActions) Start(ctx context.Context, reservationID, projectID string, hostIDs []string) error {
-	names, err := a.names(ctx, hostIDs)
-	if err != nil || len(names) == 0 {
-		return err
+func (a *hostActions) Start(ctx context.Context, reservationID, projectID string, names []string) error {
+	if len(names) == 0 {
+		return nil
 	}
 	if err := a.drv.RemoveFromFreePool(ctx, names); err != nil {
 		return err
@@ -100,10 +85,9 @@ func (a *hostActions) Start(ctx context.Context, reservationID, projectID string
 	return nil
 }
 
-func (a *hostActions) End(ctx context.Context, reservationID string, hostIDs []string) error {
-	names, err := a.names(ctx, hostIDs)
-	if err != nil || len(names) == 0 {
-		return err
+func (a *hostActions) End(ctx context.Context, reservationID string, names []string) error {
+	if len(names) == 0 {
+		return nil
 	}
 	if err := a.drv.CleanupServers(ctx, names); err != nil {
 		return err
@@ -114,8 +98,8 @@ func (a *hostActions) End(ctx context.Context, reservationID string, hostIDs []s
 	return a.drv.AddToFreePool(ctx, names)
 }
 
-func (a *hostActions) Snapshot(ctx context.Context, reservationID string, hostIDs []string) error {
-	slog.InfoContext(ctx, "before_end snapshot: the compute driver takes no snapshots", "driver", a.drv.Name(), "reservation", reservationID, "hosts", hostIDs)
+func (a *hostActions) Snapshot(ctx context.Context, reservationID string, names []string) error {
+	slog.InfoContext(ctx, "before_end snapshot: the compute driver takes no snapshots", "driver", a.drv.Name(), "reservation", reservationID, "hosts", names)
 	return nil
 }
 
