@@ -53,7 +53,7 @@ func providerAggregates(tx *gorm.DB, providerID int64) ([]string, error) {
 // without one (1.1–1.18) the generation is left alone.
 func (s *Service) SetProviderAggregates(ctx context.Context, uuid string, generation *int64, aggs []string) (*Provider, error) {
 	var out *Provider
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.wtx(ctx, func(tx *gorm.DB) error {
 		p, err := getProvider(tx, uuid)
 		if err != nil {
 			return err

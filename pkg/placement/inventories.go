@@ -135,7 +135,7 @@ func (s *Service) ProviderInventories(ctx context.Context, uuid string) (*Provid
 func (s *Service) AddInventory(ctx context.Context, p *Provider, inv Inventory) (*Provider, Inventory, error) {
 	var outP *Provider
 	var out Inventory
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.wtx(ctx, func(tx *gorm.DB) error {
 		ids, err := resourceClassIDs(tx, []string{inv.ResourceClass})
 		if err != nil {
 			return err
@@ -179,13 +179,12 @@ func insertInventory(tx *gorm.DB, providerID, rcID int64, inv Inventory, t time.
 	return tx.Create(&row).Error
 }
 
-func updateInventory(tx *gorm.DB, providerID, rcID int64, inv Inventory, t time.Time) (bool, error) {
-	res := tx.Model(&models.Inventory{}).Where("resource_provider_id = ? AND resource_class_id = ?", providerID, rcID).
+func updateInventory(tx *gorm.DB, providerID, rcID int64, inv Inventory, t time.Time) error {
+	return tx.Model(&models.Inventory{}).Where("resource_provider_id = ? AND resource_class_id = ?", providerID, rcID).
 		Updates(map[string]any{
 			"total": inv.Total, "reserved": inv.Reserved, "min_unit": inv.MinUnit, "max_unit": inv.MaxUnit,
 			"step_size": inv.StepSize, "allocation_ratio": inv.AllocationRatio, "updated_at": t,
-		})
-	return res.RowsAffected > 0, res.Error
+		}).Error
 }
 
 // usedByClass returns the total allocated per class id on a provider.
@@ -219,7 +218,7 @@ func usedByClass(tx *gorm.DB, providerID int64, rcIDs []int64) (map[int64]int64,
 func (s *Service) UpdateInventory(ctx context.Context, uuid string, generation int64, inv Inventory, check func(p *Provider) error) (*Provider, Inventory, error) {
 	var outP *Provider
 	var out Inventory
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.wtx(ctx, func(tx *gorm.DB) error {
 		p, err := getProvider(tx, uuid)
 		if err != nil {
 			return err
@@ -238,16 +237,21 @@ func (s *Service) UpdateInventory(ctx context.Context, uuid string, generation i
 		}
 		rcID := ids[inv.ResourceClass]
 		t := now()
+		// Existence is checked explicitly: MySQL reports an UPDATE that
+		// changes nothing as 0 rows affected.
+		var n int64
+		if err := tx.Model(&models.Inventory{}).Where("resource_provider_id = ? AND resource_class_id = ?", p.ID, rcID).Count(&n).Error; err != nil {
+			return err
+		}
+		if n == 0 {
+			return &noInventoryOfClass{class: inv.ResourceClass}
+		}
 		used, err := usedByClass(tx, p.ID, []int64{rcID})
 		if err != nil {
 			return err
 		}
-		ok, err := updateInventory(tx, p.ID, rcID, inv, t)
-		if err != nil {
+		if err := updateInventory(tx, p.ID, rcID, inv, t); err != nil {
 			return err
-		}
-		if !ok {
-			return &noInventoryOfClass{class: inv.ResourceClass}
 		}
 		if u := used[rcID]; u > inv.Capacity() {
 			slog.WarnContext(ctx, "resource provider is now over capacity", "provider", p.UUID, "resource_class", inv.ResourceClass, "used", u)
@@ -297,7 +301,7 @@ func IsNoInventoryOfClass(err error) (string, bool) {
 func (s *Service) SetInventories(ctx context.Context, uuid string, generation *int64, invs []Inventory, check func(p *Provider) error) (*Provider, []Inventory, error) {
 	var outP *Provider
 	var out []Inventory
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.wtx(ctx, func(tx *gorm.DB) error {
 		p, err := getProvider(tx, uuid)
 		if err != nil {
 			return err
@@ -389,12 +393,10 @@ func setInventories(ctx context.Context, tx *gorm.DB, p *Provider, invs []Invent
 		}
 		for _, id := range toUpdate {
 			inv := wanted[id]
-			ok, err := updateInventory(tx, p.ID, id, inv, t)
-			if err != nil {
+			// The row was read in this transaction; a concurrent delete
+			// also bumps the generation, which the bump below catches.
+			if err := updateInventory(tx, p.ID, id, inv, t); err != nil {
 				return err
-			}
-			if !ok {
-				return &noInventoryOfClass{class: inv.ResourceClass}
 			}
 			if u := used[id]; u > inv.Capacity() {
 				slog.WarnContext(ctx, "resource provider is now over capacity", "provider", p.UUID, "resource_class", inv.ResourceClass, "used", u)
@@ -439,7 +441,7 @@ func deleteInventories(tx *gorm.DB, p *Provider, rcIDs []int64) error {
 // …/inventories/{rc}). No inventory of the class (or no such class) is
 // a *NoInventoryToDelete; allocations against it an *InventoryConflict.
 func (s *Service) DeleteInventory(ctx context.Context, uuid, rc string) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.wtx(ctx, func(tx *gorm.DB) error {
 		p, err := getProvider(tx, uuid)
 		if err != nil {
 			return err

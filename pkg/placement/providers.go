@@ -68,7 +68,7 @@ func (s *Service) CreateProvider(ctx context.Context, name, uuidStr string, pare
 		uuidStr = uuid.NewString()
 	}
 	var out *Provider
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.wtx(ctx, func(tx *gorm.DB) error {
 		p, err := CreateProviderTx(tx, name, uuidStr, parentUUID)
 		out = p
 		return err
@@ -127,7 +127,7 @@ func CreateProviderTx(tx *gorm.DB, name, uuidStr string, parentUUID *string) (*P
 // allowReparent is microversion ≥ 1.37 semantics.
 func (s *Service) UpdateProvider(ctx context.Context, id, name string, parentGiven bool, parentUUID *string, allowReparent bool) (*Provider, error) {
 	var out *Provider
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.wtx(ctx, func(tx *gorm.DB) error {
 		p, err := getProvider(tx, id)
 		if err != nil {
 			return err
@@ -243,7 +243,7 @@ func subtreeIDs(tx *gorm.DB, id int64) ([]int64, error) {
 // DeleteProvider deletes a provider that has no allocations and no
 // children, with its inventories, traits and aggregate links.
 func (s *Service) DeleteProvider(ctx context.Context, id string) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.wtx(ctx, func(tx *gorm.DB) error {
 		var rp models.ResourceProvider
 		if err := tx.Where("uuid = ?", id).Take(&rp).Error; err != nil {
 			if isNotFound(err) {

@@ -100,7 +100,7 @@ func resourceClassNames(tx *gorm.DB) (map[int64]string, error) {
 // CUSTOM_…). An existing class is a 409.
 func (s *Service) CreateResourceClass(ctx context.Context, name string) (*ResourceClass, error) {
 	var out *ResourceClass
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.wtx(ctx, func(tx *gorm.DB) error {
 		rc, created, err := ensureResourceClass(tx, name)
 		if err != nil {
 			return err
@@ -122,7 +122,7 @@ func (s *Service) CreateResourceClass(ctx context.Context, name string) (*Resour
 func (s *Service) EnsureResourceClass(ctx context.Context, name string) (*ResourceClass, bool, error) {
 	var out *ResourceClass
 	var created bool
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.wtx(ctx, func(tx *gorm.DB) error {
 		rc, c, err := ensureResourceClass(tx, name)
 		out, created = rc, c
 		return err
@@ -168,7 +168,7 @@ func ensureResourceClass(tx *gorm.DB, name string) (*ResourceClass, bool, error)
 // /resource_classes/{name} 1.2–1.6).
 func (s *Service) RenameResourceClass(ctx context.Context, oldName, newName string) (*ResourceClass, error) {
 	var out *ResourceClass
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.wtx(ctx, func(tx *gorm.DB) error {
 		rc, err := getResourceClass(tx, oldName)
 		if err != nil {
 			return err
@@ -202,7 +202,7 @@ func (s *Service) RenameResourceClass(ctx context.Context, oldName, newName stri
 
 // DeleteResourceClass deletes a custom class that no inventory uses.
 func (s *Service) DeleteResourceClass(ctx context.Context, name string) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.wtx(ctx, func(tx *gorm.DB) error {
 		rc, err := getResourceClass(tx, name)
 		if err != nil {
 			return err

@@ -14,10 +14,12 @@ package placement
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/pkg/db"
@@ -47,6 +49,47 @@ func (s *Service) DB() *db.DB { return s.db }
 // tx runs fn in a transaction.
 func (s *Service) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return s.db.WithContext(ctx).Transaction(fn)
+}
+
+// wtx runs fn in a write transaction for a generation-checked write
+// (inventories, traits, aggregates, classes, providers). On MySQL it uses
+// READ COMMITTED: correctness comes from the optimistic generation
+// updates, and that level takes no gap locks. A transaction lost to a
+// deadlock, a lock wait timeout or a still-busy SQLite database changed
+// nothing and is run again a few times; then it is a 409
+// placement.concurrent_update.
+func (s *Service) wtx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	var opts []*sql.TxOptions
+	if s.db.Dialect == db.MySQL {
+		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	}
+	var err error
+	for attempt := 0; attempt < txAttempts; attempt++ {
+		err = s.db.WithContext(ctx).Transaction(fn, opts...)
+		if err == nil || !lockConflict(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return errConcurrent("Another thread concurrently updated the data. Please retry your update")
+}
+
+// txAttempts bounds the runs of a write transaction that keeps losing
+// lock conflicts.
+const txAttempts = 5
+
+// lockConflict reports a MySQL deadlock (1213) or lock wait timeout
+// (1205), or SQLITE_BUSY/SQLITE_LOCKED past the busy timeout.
+func lockConflict(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1213 || me.Number == 1205
+	}
+	var se interface{ Code() int }
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == 5 || c == 6
+	}
+	return false
 }
 
 // conn returns a non-transactional session for reads.

@@ -110,7 +110,7 @@ func (s *Service) EnsureTrait(ctx context.Context, name string) (*Trait, bool, e
 
 // DeleteTrait deletes a custom trait no provider has.
 func (s *Service) DeleteTrait(ctx context.Context, name string) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.wtx(ctx, func(tx *gorm.DB) error {
 		t, err := getTrait(tx, name)
 		if err != nil {
 			return err
@@ -188,7 +188,7 @@ func providerTraits(tx *gorm.DB, providerID int64) ([]Trait, error) {
 func (s *Service) SetProviderTraits(ctx context.Context, uuid string, generation int64, names []string) (*Provider, []Trait, error) {
 	var outP *Provider
 	var outT []Trait
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.wtx(ctx, func(tx *gorm.DB) error {
 		p, err := getProvider(tx, uuid)
 		if err != nil {
 			return err
@@ -295,7 +295,7 @@ func setProviderTraits(tx *gorm.DB, p *Provider, want []Trait) error {
 // /resource_providers/{uuid}/traits), bumping its generation if it had
 // any.
 func (s *Service) DeleteProviderTraits(ctx context.Context, uuid string) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.wtx(ctx, func(tx *gorm.DB) error {
 		p, err := getProvider(tx, uuid)
 		if err != nil {
 			return err
