@@ -5,12 +5,13 @@
 // reservation tagged with the owning project) and removes leftover
 // servers when a lease ends.
 //
-// Two implementations are planned: standalone (package
-// compute/standalone: no Nova, the host's description comes from the
-// request and aggregate operations are recorded no-ops) and nova (through
+// Two implementations: standalone (package compute/standalone: no Nova,
+// the host's description comes from the request and aggregate operations
+// are recorded no-ops) and nova (package compute/nova, through
 // gophercloud: os-hypervisors for DescribeHost, os-aggregates for the
-// pool operations, servers for cleanup). The lease engine calls the
-// Driver, never Nova directly.
+// pool operations, servers for cleanup; the server wiring chooses one
+// from the configuration). The lease engine calls the Driver, never Nova
+// directly.
 package compute
 
 import (
