@@ -358,12 +358,8 @@ func (s *Service) ListProviders(ctx context.Context, f ProviderFilter) ([]Provid
 			cond += " AND rp.id IN (SELECT resource_provider_id FROM resource_provider_traits WHERE trait_id IN ?)"
 			cargs = append(cargs, set)
 		}
-		var n int64
-		if err := c.Raw("SELECT COUNT(*) FROM resource_providers rp WHERE 1=1"+cond, cargs...).Scan(&n).Error; err != nil {
-			return nil, wrap("list providers", err)
-		}
-		if n == 0 {
-			return []Provider{}, nil
+		if ok, err := anyProvider(c, cond, cargs); err != nil || !ok {
+			return []Provider{}, err
 		}
 		q += cond
 		args = append(args, cargs...)
@@ -388,12 +384,8 @@ func (s *Service) ListProviders(ctx context.Context, f ProviderFilter) ([]Provid
  JOIN placement_aggregates a ON a.id = rpa.aggregate_id WHERE a.uuid IN ?)`
 			cargs = append(cargs, aggs)
 		}
-		var n int64
-		if err := c.Raw("SELECT COUNT(*) FROM resource_providers rp WHERE 1=1"+cond, cargs...).Scan(&n).Error; err != nil {
-			return nil, wrap("list providers", err)
-		}
-		if n == 0 {
-			return []Provider{}, nil
+		if ok, err := anyProvider(c, cond, cargs); err != nil || !ok {
+			return []Provider{}, err
 		}
 		q += cond
 		args = append(args, cargs...)
@@ -410,7 +402,7 @@ func (s *Service) ListProviders(ctx context.Context, f ProviderFilter) ([]Provid
 		}
 		q += " AND rp.id IN (" + capacitySubquery + ")"
 		rc := ids[r.Class]
-		args = append(args, rc, rc, r.Amount, r.Amount, r.Amount, r.Amount)
+		args = append(args, rc, r.Amount, r.Amount, r.Amount, r.Amount)
 	}
 	q += " ORDER BY rp.id"
 	ps := []Provider{}
@@ -421,14 +413,27 @@ func (s *Service) ListProviders(ctx context.Context, f ProviderFilter) ([]Provid
 }
 
 // capacitySubquery selects the providers with room for an amount of one
-// class (research_context.get_providers_with_resource). Arguments: class
-// id, class id, amount, amount, amount, amount.
+// class (research_context.get_providers_with_resource): usage plus the
+// amount within capacity, the amount within min_unit/max_unit and a
+// multiple of step_size. The usage is summed per inventory row through
+// the allocations (provider, class) index. Arguments: class id, amount,
+// amount, amount, amount.
 const capacitySubquery = `SELECT inv.resource_provider_id FROM inventories inv
- LEFT JOIN (SELECT resource_provider_id, SUM(used) AS used FROM allocations WHERE resource_class_id = ?
-   GROUP BY resource_provider_id) u ON u.resource_provider_id = inv.resource_provider_id
  WHERE inv.resource_class_id = ?
- AND COALESCE(u.used, 0) + ? <= (inv.total - inv.reserved) * inv.allocation_ratio
+ AND COALESCE((SELECT SUM(a.used) FROM allocations a
+   WHERE a.resource_provider_id = inv.resource_provider_id AND a.resource_class_id = inv.resource_class_id), 0) + ?
+   <= (inv.total - inv.reserved) * inv.allocation_ratio
  AND inv.min_unit <= ? AND inv.max_unit >= ? AND ? % inv.step_size = 0`
+
+// anyProvider reports whether some provider satisfies cond (the early
+// "no match: empty list" exits of upstream's filter evaluation).
+func anyProvider(c *gorm.DB, cond string, args []any) (bool, error) {
+	var ids []int64
+	if err := c.Raw("SELECT rp.id FROM resource_providers rp WHERE 1=1"+cond+" LIMIT 1", args...).Scan(&ids).Error; err != nil {
+		return false, wrap("list providers", err)
+	}
+	return len(ids) > 0, nil
+}
 
 // asBadRequest turns a lookup's 404 (unknown trait or class) into a 400
 // with the same message.
