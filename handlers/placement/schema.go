@@ -160,7 +160,6 @@ const (
  "required": ["name"], "additionalProperties": false}`
 )
 
-const uuidSchema = `{"type": "string", "format": "uuid"}`
 
 func schemaCreateProvider(mv microversion.Version) string {
 	if mv.AtLeast(1, 14) {

@@ -101,10 +101,13 @@ func CreateProviderTx(tx *gorm.DB, name, uuidStr string, parentUUID *string) (*P
 	if err := tx.Where("uuid = ? OR name = ?", uuidStr, name).Find(&dup).Error; err != nil {
 		return nil, err
 	}
+	// The uuid index is checked first, as the database reports it.
 	for _, d := range dup {
 		if d.UUID == uuidStr {
 			return nil, Conflict(CodeDuplicateName, "Conflicting resource provider uuid: %s already exists.", uuidStr)
 		}
+	}
+	if len(dup) > 0 {
 		return nil, Conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", name)
 	}
 	if err := tx.Create(&rp).Error; err != nil {
