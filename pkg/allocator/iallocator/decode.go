@@ -36,14 +36,14 @@ type DecodeOptions struct {
 // Decode parses an IAllocator request (JSON) into the allocator model,
 // keeping the order of nodes, groups and instances.
 func Decode(data []byte, dopts DecodeOptions) (*Request, error) {
-	var raw json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
+	var tm map[string]json.RawMessage
+	if err := json.Unmarshal(data, &tm); err != nil {
 		return nil, fmt.Errorf("Parsing input IAllocator message: %v", err)
 	}
-	top, err := newObj(raw, "invalid iallocator message")
-	if err != nil {
-		return nil, err
+	if tm == nil {
+		return nil, fmt.Errorf("invalid iallocator message: expected a JSON object")
 	}
+	top := &obj{m: tm, desc: "invalid iallocator message"}
 	reqRaw, err := top.raw("request")
 	if err != nil {
 		return nil, err
@@ -104,23 +104,23 @@ func Decode(data []byte, dopts DecodeOptions) (*Request, error) {
 	}
 	insts := make([]allocator.InstanceSpec, 0, len(imembers))
 	for _, m := range imembers {
-		o, err := newObj(m.Value, "invalid data for instance '"+m.Key+"'")
-		if err != nil {
-			return nil, err
-		}
-		inst, err := parseBaseInstance(m.Key, o)
-		if err != nil {
-			return nil, err
-		}
-		var nl []string
-		if err := o.decode("nodes", &nl); err != nil {
-			return nil, err
+		inst, nl, ok := parseInstanceFast(m.Key, m.Value)
+		if !ok {
+			o, err := newObj(m.Value, "invalid data for instance '"+m.Key+"'")
+			if err != nil {
+				return nil, err
+			}
+			if inst, err = parseBaseInstance(m.Key, o); err != nil {
+				return nil, err
+			}
+			if err := o.decode("nodes", &nl); err != nil {
+				return nil, err
+			}
 		}
 		if len(nl) == 0 {
 			return nil, fmt.Errorf("empty node list for instance %s", m.Key)
 		}
 		spec := allocator.InstanceSpec{Instance: inst, Primary: -1, Secondary: -1}
-		var ok bool
 		if spec.Primary, ok = nIdx[nl[0]]; !ok {
 			return nil, fmt.Errorf("Unknown node '%s' for instance %s", nl[0], m.Key)
 		}
@@ -373,7 +373,86 @@ func parsePolicy(raw json.RawMessage, desc string) (allocator.Policy, error) {
 	return p, nil
 }
 
+// nodeJSON is the fast path for a node: one typed decode. Anything it
+// cannot take (a missing key, a non-integer where an Int is due) goes to
+// the generic path, which also words the error as hail does.
+type nodeJSON struct {
+	Group     *string `json:"group"`
+	Offline   *bool   `json:"offline"`
+	Drained   *bool   `json:"drained"`
+	VMCapable *bool   `json:"vm_capable"`
+	Ndparams  *struct {
+		ExclusiveStorage *bool `json:"exclusive_storage"`
+		SpindleCount     *int  `json:"spindle_count"`
+	} `json:"ndparams"`
+	Tags           []string `json:"tags"`
+	TotalSpindles  *int     `json:"total_spindles"`
+	FreeSpindles   *int     `json:"free_spindles"`
+	ReservedMemory *int     `json:"reserved_memory"`
+	FreeMemory     *int     `json:"free_memory"`
+	FreeDisk       *int     `json:"free_disk"`
+	ReservedCPUs   *int     `json:"reserved_cpus"`
+	TotalMemory    *float64 `json:"total_memory"`
+	TotalDisk      *float64 `json:"total_disk"`
+	TotalCPUs      *float64 `json:"total_cpus"`
+}
+
+func parseNodeFast(name string, raw json.RawMessage, gIdx map[string]int) (allocator.NodeSpec, bool) {
+	n := allocator.NodeSpec{Name: name}
+	var j nodeJSON
+	if json.Unmarshal(raw, &j) != nil || j.Group == nil || j.Offline == nil || j.Drained == nil ||
+		j.Ndparams == nil || j.Ndparams.ExclusiveStorage == nil {
+		return n, false
+	}
+	g, ok := gIdx[*j.Group]
+	if !ok {
+		return n, false
+	}
+	n.Group, n.Tags, n.ExclusiveStorage = g, j.Tags, *j.Ndparams.ExclusiveStorage
+	vm := j.VMCapable == nil || *j.VMCapable
+	live := !*j.Offline && vm
+	n.Offline = !live || *j.Drained
+	if !n.ExclusiveStorage {
+		if j.Ndparams.SpindleCount == nil {
+			return n, false
+		}
+		n.TotalSpindles = *j.Ndparams.SpindleCount
+	}
+	if !live {
+		return n, true
+	}
+	if n.ExclusiveStorage {
+		if j.TotalSpindles == nil {
+			return n, false
+		}
+		n.TotalSpindles = *j.TotalSpindles
+	}
+	for _, f := range []struct {
+		p   *int
+		dst *int
+	}{{j.FreeSpindles, &n.FreeSpindles}, {j.ReservedMemory, &n.ReservedMem}, {j.FreeMemory, &n.FreeMem},
+		{j.FreeDisk, &n.FreeDisk}, {j.ReservedCPUs, &n.ReservedCPUs}} {
+		if f.p == nil {
+			return n, false
+		}
+		*f.dst = *f.p
+	}
+	for _, f := range []struct {
+		p   *float64
+		dst *float64
+	}{{j.TotalMemory, &n.TotalMem}, {j.TotalDisk, &n.TotalDisk}, {j.TotalCPUs, &n.TotalCPUs}} {
+		if f.p == nil {
+			return n, false
+		}
+		*f.dst = *f.p
+	}
+	return n, true
+}
+
 func parseNode(name string, raw json.RawMessage, gIdx map[string]int) (allocator.NodeSpec, error) {
+	if n, ok := parseNodeFast(name, raw, gIdx); ok {
+		return n, nil
+	}
 	n := allocator.NodeSpec{Name: name}
 	o, err := newObj(raw, "invalid data for node '"+name+"'")
 	if err != nil {
@@ -451,6 +530,65 @@ func parseNode(name string, raw json.RawMessage, gIdx map[string]int) (allocator
 		}
 	}
 	return n, nil
+}
+
+// instJSON is the fast path for an instance (see nodeJSON).
+type instJSON struct {
+	Nodes          []string `json:"nodes"`
+	DiskSpaceTotal *int     `json:"disk_space_total"`
+	Disks          []struct {
+		Size     *int `json:"size"`
+		Spindles *int `json:"spindles"`
+	} `json:"disks"`
+	Memory       *int     `json:"memory"`
+	VCPUs        *int     `json:"vcpus"`
+	Tags         []string `json:"tags"`
+	DiskTemplate *string  `json:"disk_template"`
+	SpindleUse   *int     `json:"spindle_use"`
+	NICs         []struct {
+		Network *string `json:"network"`
+	} `json:"nics"`
+	AdminState  *string `json:"admin_state"`
+	Forthcoming *bool   `json:"forthcoming"`
+}
+
+func parseInstanceFast(name string, raw json.RawMessage) (allocator.Instance, []string, bool) {
+	inst := allocator.Instance{Name: name, AutoBalance: true}
+	var j instJSON
+	if json.Unmarshal(raw, &j) != nil || j.Nodes == nil || j.DiskSpaceTotal == nil || j.Disks == nil ||
+		j.Memory == nil || j.VCPUs == nil || j.Tags == nil || j.DiskTemplate == nil || j.SpindleUse == nil || j.NICs == nil {
+		return inst, nil, false
+	}
+	var err error
+	if inst.Template, err = allocator.ParseDiskTemplate(*j.DiskTemplate); err != nil {
+		return inst, nil, false
+	}
+	inst.Dsk, inst.Mem, inst.VCPUs, inst.Tags, inst.SpindleUse = *j.DiskSpaceTotal, *j.Memory, *j.VCPUs, j.Tags, *j.SpindleUse
+	for _, d := range j.Disks {
+		if d.Size == nil {
+			return inst, nil, false
+		}
+		inst.Disks = append(inst.Disks, allocator.Disk{Size: *d.Size, Spindles: d.Spindles})
+	}
+	for _, n := range j.NICs {
+		net := ""
+		if n.Network != nil {
+			net = *n.Network
+		}
+		inst.NICNetworks = append(inst.NICNetworks, net)
+	}
+	if j.AdminState != nil {
+		switch *j.AdminState {
+		case "down":
+			inst.Status = allocator.StatusDown
+		case "offline":
+			inst.Status = allocator.StatusOffline
+		}
+	}
+	if j.Forthcoming != nil {
+		inst.Forthcoming = *j.Forthcoming
+	}
+	return inst, j.Nodes, true
 }
 
 func parseBaseInstance(name string, o *obj) (allocator.Instance, error) {

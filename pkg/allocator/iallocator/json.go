@@ -15,43 +15,119 @@ type member struct {
 	Value json.RawMessage
 }
 
-// orderedObject decodes a JSON object keeping its key order (hail's node
-// order is its tie-break order, so a Go map would lose information).
+// orderedObject splits a JSON object into its members, keeping their
+// order (hail's node order is its tie-break order, so a Go map would lose
+// information). raw must be valid JSON (it comes out of a decoded
+// document), so a structural scan is enough: no value is decoded here.
 func orderedObject(raw json.RawMessage, what string) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	b := bytes.TrimSpace(raw)
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
 		return nil, fmt.Errorf("%s: expected a JSON object", what)
 	}
 	var out []member
 	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
+	i := 1
+	skipWS := func() {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+			i++
 		}
-		key, ok := tok.(string)
-		if !ok {
+	}
+	for {
+		skipWS()
+		if i >= len(b)-1 {
+			break
+		}
+		if b[i] == ',' {
+			i++
+			skipWS()
+		}
+		if b[i] != '"' {
 			return nil, fmt.Errorf("%s: expected a key", what)
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("%s: key %q: %w", what, key, err)
+		kEnd := scanString(b, i)
+		if kEnd < 0 {
+			return nil, fmt.Errorf("%s: bad key", what)
+		}
+		var key string
+		if bytes.IndexByte(b[i:kEnd], '\\') >= 0 {
+			if err := json.Unmarshal(b[i:kEnd], &key); err != nil {
+				return nil, fmt.Errorf("%s: %v", what, err)
+			}
+		} else {
+			key = string(b[i+1 : kEnd-1])
+		}
+		i = kEnd
+		skipWS()
+		if i >= len(b) || b[i] != ':' {
+			return nil, fmt.Errorf("%s: expected ':'", what)
+		}
+		i++
+		skipWS()
+		vEnd := scanValue(b, i)
+		if vEnd < 0 {
+			return nil, fmt.Errorf("%s: bad value for key %q", what, key)
 		}
 		if seen[key] {
 			return nil, fmt.Errorf("%s: duplicate key %q", what, key)
 		}
 		seen[key] = true
-		out = append(out, member{key, v})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		out = append(out, member{key, json.RawMessage(b[i:vEnd])})
+		i = vEnd
 	}
 	return out, nil
+}
+
+// scanString returns the index just past the JSON string starting at i.
+func scanString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+// scanValue returns the index just past the JSON value starting at i.
+func scanValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return scanString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				e := scanString(b, j)
+				if e < 0 {
+					return -1
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	default:
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
+			j++
+		}
+		if j == i {
+			return -1
+		}
+		return j
+	}
 }
 
 // obj is a decoded JSON object with typed, error-reporting accessors in

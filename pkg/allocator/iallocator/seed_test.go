@@ -168,6 +168,11 @@ func seedCases() []diffCase {
 	add("m2-relocate-allowmigration", migCluster(allow, m2), reloc("a", "n2"))
 	add("m1-alloc-n1-migration", migCluster(mig, m1), allocReq("new", 8192, 51200, 1, "drbd", 0, nil))
 	add("m2-alloc-n1-allowmigration", migCluster(allow, m2), allocReq("new", 8192, 51200, 1, "plain", 0, nil))
+	// 100-node clusters of the benchmarks: many exact ties (the plain one
+	// is decided by htools' from-scratch summation order).
+	cs = append(cs, diffCase{name: "bench-plain-100", data: benchRequest(100, "plain")},
+		diffCase{name: "bench-drbd-100", data: benchRequest(100, "drbd")},
+		diffCase{name: "bench-dedidrbd-100", data: benchRequest(100, "dedidrbd")})
 	add("m1-change-group-one-group", migCluster(mig, m1), ordered{{"type", "change-group"}, {"instances", []string{"a"}}, {"target_groups", []string{}}})
 	return cs
 }
