@@ -25,7 +25,7 @@ func newLeasesServer(t *testing.T) http.Handler {
 	drv := standalone.New(nil)
 	hsvc := hosts.New(d, drv)
 	hsvc.SetClock(clock.Now)
-	hp := hostplugin.New(leases.NewHostSource(hsvc), d.DB, leases.NewHostActions(drv), hostplugin.Config{}, clock.Now)
+	hp := hostplugin.New(leases.NewHostSource(hsvc), d.DB, leases.NewHostActions(drv), hostplugin.Config{CheckHosts: hosts.ReservableTx}, clock.Now)
 	fp := floatingip.New(leases.NewFIPSource(hsvc))
 	lsvc := leases.New(d, []plugins.Plugin{hp, fp}, leases.Config{MinutesBeforeEndLease: 60}, clock.Now)
 	api := &leases.HostsAPI{DB: d, Now: clock.Now}

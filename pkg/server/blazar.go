@@ -63,6 +63,7 @@ func (s *Server) setupBlazar(ctx context.Context, psvc *placement.Service) (http
 	hp := hostplugin.New(leases.NewHostSource(hsvc), s.db.DB, leases.NewHostActions(drv), hostplugin.Config{
 		Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
 		DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
+		CheckHosts:       hosts.ReservableTx,
 	}, nil)
 	fp := floatingip.New(leases.NewFIPSource(hsvc))
 	lsvc := leases.New(s.db, []plugins.Plugin{hp, fp}, leases.Config{

@@ -99,6 +99,11 @@ type Config struct {
 	HostTTL, AllocTTL time.Duration
 	// Rules are the allocator's tag rules (failure domains); may be nil.
 	Rules *allocator.TagRules
+	// CheckHosts, when set, tells inside the transaction (after the hosts
+	// are locked) which of them still exist and are reservable
+	// (hosts.ReservableTx); a host deleted or disabled since the view was
+	// taken is then not booked.
+	CheckHosts func(tx *gorm.DB, ids []string) (map[string]bool, error)
 }
 
 // Plugin implements plugins.Plugin for physical:host.
@@ -379,6 +384,17 @@ func notEnough(err error) error {
 func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, hostIDs []string, win allocator.Interval, exclude string) error {
 	if err := plugins.LockResources(tx, ResourceType, hostIDs); err != nil {
 		return err
+	}
+	if p.cfg.CheckHosts != nil && len(hostIDs) > 0 {
+		ok, err := p.cfg.CheckHosts(tx.WithContext(ctx), hostIDs)
+		if err != nil {
+			return err
+		}
+		for _, id := range hostIDs {
+			if !ok[id] {
+				return plugins.ErrRetry // the view is refreshed before the retry
+			}
+		}
 	}
 	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
 	var clash []string

@@ -33,7 +33,7 @@ func setup(t *testing.T, nHosts int, caps func(int) map[string]string, o leasest
 	return svc, clock
 }
 
-func create(t *testing.T, svc *leases.Service, c leases.Caller, name, start, end string, res ...map[string]any) *leases.View {
+func create(t testing.TB, svc *leases.Service, c leases.Caller, name, start, end string, res ...map[string]any) *leases.View {
 	t.Helper()
 	v, err := svc.Create(context.Background(), c, leases.CreateRequest{Name: name, StartDate: start, EndDate: end, Reservations: res})
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
@@ -69,6 +70,10 @@ type Service struct {
 	now     func() time.Time
 	// notify is called after a commit that created or moved events.
 	notify func()
+	// writeMu serialises this process's SQLite write transactions in Go:
+	// SQLite allows one writer anyway, and writers queued here do not spin
+	// in SQLite's busy handler (which sleeps in growing steps).
+	writeMu sync.Mutex
 }
 
 // New returns the service. now is the clock (time.Now in production).
@@ -117,11 +122,17 @@ func (s *Service) tx(ctx context.Context, fn func(tx *plugins.Tx) error) error {
 			}
 		}
 		var ptx *plugins.Tx
+		if s.db.Dialect == db.SQLite {
+			s.writeMu.Lock()
+		}
 		err = s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
 			ptx = plugins.NewTx(g, s.db.Dialect, s.now())
 			ptx.Fresh = fresh
 			return fn(ptx)
 		}, opts)
+		if s.db.Dialect == db.SQLite {
+			s.writeMu.Unlock()
+		}
 		if err == nil {
 			ptx.Committed()
 			return nil
@@ -331,30 +342,36 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 		extra = append(extra, ev)
 	}
 
-	var id string
+	var (
+		l    models.Lease
+		ress []models.Reservation
+		evs  []models.Event
+	)
 	err = s.tx(ctx, func(tx *plugins.Tx) error {
-		id = uuid.NewString()
-		l := models.Lease{ID: id, Name: name, UserID: c.UserID, ProjectID: c.ProjectID,
-			StartDate: start, EndDate: end, Status: StatusPending, CreatedAt: tx.Now.Truncate(time.Second)}
+		stamp := tx.Now.Truncate(time.Second)
+		l = models.Lease{ID: uuid.NewString(), Name: name, UserID: c.UserID, ProjectID: c.ProjectID,
+			StartDate: start, EndDate: end, Status: StatusPending, CreatedAt: stamp}
 		if err := tx.WithContext(ctx).Create(&l).Error; err != nil {
 			return err
 		}
 		pl := pluginLease(&l, c.Admin)
+		ress = ress[:0]
 		for _, rr := range rreqs {
-			res := models.Reservation{ID: uuid.NewString(), LeaseID: id, ResourceType: rr.p.ResourceType(),
-				Status: ResPending, CreatedAt: tx.Now.Truncate(time.Second)}
-			if err := tx.WithContext(ctx).Create(&res).Error; err != nil {
-				return err
-			}
+			res := models.Reservation{ID: uuid.NewString(), LeaseID: l.ID, ResourceType: rr.p.ResourceType(),
+				Status: ResPending, CreatedAt: stamp}
 			rid, err := rr.p.Reserve(ctx, tx, pl, &res, rr.v)
 			if err != nil {
 				return err
 			}
-			if err := tx.WithContext(ctx).Model(&models.Reservation{}).Where("id = ?", res.ID).Update("resource_id", rid).Error; err != nil {
+			res.ResourceID = rid
+			ress = append(ress, res)
+		}
+		if len(ress) > 0 {
+			if err := tx.WithContext(ctx).Create(&ress).Error; err != nil {
 				return err
 			}
 		}
-		evs := []models.Event{
+		evs = []models.Event{
 			{EventType: EventStart, Time: start},
 			{EventType: EventEnd, Time: end},
 		}
@@ -364,9 +381,9 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 		evs = append(evs, extra...)
 		for i := range evs {
 			evs[i].ID = uuid.NewString()
-			evs[i].LeaseID = id
+			evs[i].LeaseID = l.ID
 			evs[i].Status = EventUndone
-			evs[i].CreatedAt = tx.Now.Truncate(time.Second)
+			evs[i].CreatedAt = stamp
 		}
 		return tx.WithContext(ctx).Create(&evs).Error
 	})
@@ -374,7 +391,21 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 		return nil, err
 	}
 	s.eventsChanged()
-	return s.view(ctx, s.db.DB, id)
+	// The answer is built from what was written (the plugin fields are
+	// the validated values, which is what Describe reads back).
+	v := newView(&l)
+	for i, r := range ress {
+		m := reservationView(&r)
+		for k, x := range rreqs[i].v {
+			m[k] = x
+		}
+		v.Reservations = append(v.Reservations, m)
+	}
+	sortEvents(evs)
+	for i := range evs {
+		v.Events = append(v.Events, eventView(&evs[i]))
+	}
+	return v, nil
 }
 
 // beforeEndTime places the before_end_lease event.

@@ -2,6 +2,7 @@ package leases
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	"gorm.io/gorm"
@@ -76,16 +77,10 @@ func (s *Service) views(ctx context.Context, g *gorm.DB, ls []models.Lease) ([]*
 	}
 	ids := make([]string, len(ls))
 	byID := map[string]*View{}
-	for i, l := range ls {
-		ids[i] = l.ID
-		v := &View{
-			ID: l.ID, Name: l.Name, UserID: l.UserID, ProjectID: l.ProjectID,
-			StartDate: FormatDate(l.StartDate), EndDate: FormatDate(l.EndDate),
-			TrustID: strPtr(l.TrustID), Status: l.Status, Degraded: l.Degraded,
-			CreatedAt: FormatStamp(l.CreatedAt), UpdatedAt: stampPtr(l.UpdatedAt),
-			Reservations: []Reservation{}, Events: []EventView{},
-		}
-		out[i], byID[l.ID] = v, v
+	for i := range ls {
+		ids[i] = ls[i].ID
+		v := newView(&ls[i])
+		out[i], byID[ls[i].ID] = v, v
 	}
 	var ress []*models.Reservation
 	var evs []models.Event
@@ -124,21 +119,56 @@ func (s *Service) views(ctx context.Context, g *gorm.DB, ls []models.Lease) ([]*
 		}
 	}
 	for _, r := range ress {
-		m := Reservation{
-			"id": r.ID, "lease_id": r.LeaseID, "resource_id": r.ResourceID, "resource_type": r.ResourceType,
-			"status": r.Status, "missing_resources": r.MissingResources, "resources_changed": r.ResourcesChanged,
-			"created_at": FormatStamp(r.CreatedAt), "updated_at": stampPtr(r.UpdatedAt),
-		}
+		m := reservationView(r)
 		for k, v := range extra[r.ID] {
 			m[k] = v
 		}
 		byID[r.LeaseID].Reservations = append(byID[r.LeaseID].Reservations, m)
 	}
-	for _, e := range evs {
-		byID[e.LeaseID].Events = append(byID[e.LeaseID].Events, EventView{
-			ID: e.ID, LeaseID: e.LeaseID, EventType: e.EventType, Time: FormatDate(e.Time),
-			Status: e.Status, CreatedAt: FormatStamp(e.CreatedAt), UpdatedAt: stampPtr(e.UpdatedAt),
-		})
+	sortEvents(evs)
+	for i := range evs {
+		byID[evs[i].LeaseID].Events = append(byID[evs[i].LeaseID].Events, eventView(&evs[i]))
 	}
 	return out, nil
+}
+
+func newView(l *models.Lease) *View {
+	return &View{
+		ID: l.ID, Name: l.Name, UserID: l.UserID, ProjectID: l.ProjectID,
+		StartDate: FormatDate(l.StartDate), EndDate: FormatDate(l.EndDate),
+		TrustID: strPtr(l.TrustID), Status: l.Status, Degraded: l.Degraded,
+		CreatedAt: FormatStamp(l.CreatedAt), UpdatedAt: stampPtr(l.UpdatedAt),
+		Reservations: []Reservation{}, Events: []EventView{},
+	}
+}
+
+func reservationView(r *models.Reservation) Reservation {
+	return Reservation{
+		"id": r.ID, "lease_id": r.LeaseID, "resource_id": r.ResourceID, "resource_type": r.ResourceType,
+		"status": r.Status, "missing_resources": r.MissingResources, "resources_changed": r.ResourcesChanged,
+		"created_at": FormatStamp(r.CreatedAt), "updated_at": stampPtr(r.UpdatedAt),
+	}
+}
+
+func eventView(e *models.Event) EventView {
+	return EventView{
+		ID: e.ID, LeaseID: e.LeaseID, EventType: e.EventType, Time: FormatDate(e.Time),
+		Status: e.Status, CreatedAt: FormatStamp(e.CreatedAt), UpdatedAt: stampPtr(e.UpdatedAt),
+	}
+}
+
+var eventRank = map[string]int{EventStart: 0, EventBeforeEnd: 1, EventEnd: 2}
+
+// sortEvents orders events by time, then start, before-end, end, then id.
+func sortEvents(evs []models.Event) {
+	sort.SliceStable(evs, func(i, j int) bool {
+		a, b := &evs[i], &evs[j]
+		if !a.Time.Equal(b.Time) {
+			return a.Time.Before(b.Time)
+		}
+		if ra, rb := eventRank[a.EventType], eventRank[b.EventType]; ra != rb {
+			return ra < rb
+		}
+		return a.ID < b.ID
+	})
 }

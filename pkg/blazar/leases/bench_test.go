@@ -1,0 +1,110 @@
+package leases_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/blazar/leases"
+	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
+	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/db/dbtest"
+)
+
+const (
+	benchHosts  = 10000
+	benchAllocs = 100000
+)
+
+// benchSetup makes a database with benchHosts hosts (in the host source)
+// and benchAllocs existing allocations spread over 2030, and a lease
+// service whose view is loaded.
+func benchSetup(b *testing.B, dialect db.Dialect) *leases.Service {
+	b.Helper()
+	d := dbtest.OpenDialect(b, dialect)
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(1, 2))
+	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	rows := make([]models.ComputeHostAllocation, 0, 1000)
+	flush := func() {
+		if err := d.WithContext(ctx).CreateInBatches(rows, 500).Error; err != nil {
+			b.Fatal(err)
+		}
+		rows = rows[:0]
+	}
+	for i := range benchAllocs {
+		s := base.Add(time.Duration(r.IntN(365*24)) * time.Hour)
+		rows = append(rows, models.ComputeHostAllocation{
+			ID: uuid.NewString(), ReservationID: fmt.Sprint("bench-", i/2), ComputeHostID: fmt.Sprint(1 + r.IntN(benchHosts)),
+			StartDate: s, EndDate: s.Add(time.Duration(1+r.IntN(48)) * time.Hour), CreatedAt: base,
+		})
+		if len(rows) == cap(rows) {
+			flush()
+		}
+	}
+	flush()
+	clock := leasestest.NewClock(time.Date(2029, 6, 1, 0, 0, 0, 0, time.UTC))
+	svc, _ := leasestest.New(d, leasestest.NewHosts(benchHosts, nil), clock, leasestest.Options{MinutesBeforeEndLease: 60})
+	// First create loads the view (not measured).
+	create(b, svc, leases.Caller{ProjectID: "p", UserID: "u"}, "warm", "2031-01-01 00:00", "2031-01-01 01:00", leasestest.HostReservation(1, 1, "", ""))
+	return svc
+}
+
+var benchSeq atomic.Int64
+
+func benchCreate(b testing.TB, svc *leases.Service) time.Duration {
+	n := benchSeq.Add(1)
+	r := rand.New(rand.NewPCG(uint64(n), 9))
+	s := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.IntN(365*24)) * time.Hour)
+	t := time.Now()
+	_, err := svc.Create(context.Background(), leases.Caller{ProjectID: "p", UserID: "u"}, leases.CreateRequest{
+		Name: fmt.Sprint("b", n), StartDate: s.Format("2006-01-02 15:04"), EndDate: s.Add(4 * time.Hour).Format("2006-01-02 15:04"),
+		Reservations: []map[string]any{leasestest.HostReservation(1, 2, "", "")},
+	})
+	d := time.Since(t)
+	if err != nil {
+		b.Fatalf("create: %v", err)
+	}
+	return d
+}
+
+// BenchmarkLeaseCreate measures lease creation (one physical:host
+// reservation, min 1 max 2, through the allocator, lock and re-check) with
+// 10,000 hosts and 100,000 existing allocations: sequential latency
+// (p50/p99 reported) and 10 concurrent clients (creations/s reported).
+func BenchmarkLeaseCreate(b *testing.B) {
+	for _, dialect := range dbtest.Dialects() {
+		svc := benchSetup(b, dialect)
+		b.Run(string(dialect)+"/sequential", func(b *testing.B) {
+			lat := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				lat = append(lat, benchCreate(b, svc))
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		})
+		b.Run(string(dialect)+"/10-clients", func(b *testing.B) {
+			b.SetParallelism(max(1, 10/runtimeProcs()))
+			start := time.Now()
+			var done atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					benchCreate(b, svc)
+					done.Add(1)
+				}
+			})
+			b.ReportMetric(float64(done.Load())/time.Since(start).Seconds(), "creates/s")
+		})
+	}
+}
+
+func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
