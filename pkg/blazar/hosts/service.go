@@ -47,6 +47,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -268,15 +269,41 @@ func (s *Service) invalidate() {
 }
 
 // write runs fn in a transaction that also bumps the hosts marker, and
-// drops the local cache afterwards.
+// drops the local cache afterwards. A transaction lost to a lock conflict
+// (MySQL deadlock or lock wait timeout, SQLite still busy) did not happen
+// and is run again, up to writeAttempts times.
 func (s *Service) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	defer s.invalidate()
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := fn(tx); err != nil {
+	var err error
+	for attempt := 0; attempt < writeAttempts; attempt++ {
+		err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			if err := fn(tx); err != nil {
+				return err
+			}
+			return BumpMarkerTx(tx)
+		})
+		if err == nil || !isLockConflict(err) || ctx.Err() != nil {
 			return err
 		}
-		return BumpMarkerTx(tx)
-	})
+	}
+	return err
+}
+
+const writeAttempts = 4
+
+// isLockConflict reports a MySQL deadlock (1213) or lock wait timeout
+// (1205), or SQLITE_BUSY/SQLITE_LOCKED after the busy timeout.
+func isLockConflict(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1213 || me.Number == 1205
+	}
+	var se interface{ Code() int }
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == 5 || c == 6
+	}
+	return false
 }
 
 func notFound(id string) *Error {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"gorm.io/gorm"
@@ -607,4 +608,29 @@ func TestReservableTx(t *testing.T) {
 			t.Errorf("ReservableTx (-want +got):\n%s", diff)
 		}
 	})
+}
+
+type codeErr int
+
+func (c codeErr) Error() string { return fmt.Sprintf("sqlite code %d", int(c)) }
+func (c codeErr) Code() int     { return int(c) }
+
+func TestIsLockConflict(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{&mysql.MySQLError{Number: 1213}, true},
+		{fmt.Errorf("wrapped: %w", &mysql.MySQLError{Number: 1205}), true},
+		{&mysql.MySQLError{Number: 1062}, false},
+		{codeErr(5), true},
+		{codeErr(5 | 2<<8), true}, // SQLITE_BUSY_SNAPSHOT
+		{codeErr(6), true},
+		{codeErr(19), false},
+		{errors.New("x"), false},
+	} {
+		if got := isLockConflict(tt.err); got != tt.want {
+			t.Errorf("isLockConflict(%v) = %v", tt.err, got)
+		}
+	}
 }
