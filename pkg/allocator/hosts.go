@@ -139,7 +139,9 @@ func ChooseHosts(rules *TagRules, hosts []Host, req HostRequest) (HostDecision, 
 	var doms []int32
 	// Pass 1 (caller's code, sequential): properties.
 	matchReason := make([]string, 0)
-	status := make([]int8, len(hosts)) // 0 match, 1 no match
+	ws := getWorkspace(len(hosts))
+	defer putWorkspace(ws)
+	status := ws.status // 0 match, 1 no match
 	if req.Match != nil {
 		for i := range hosts {
 			if ok, reason := req.Match(&hosts[i]); !ok {
@@ -149,7 +151,7 @@ func ChooseHosts(rules *TagRules, hosts []Host, req HostRequest) (HostDecision, 
 		}
 	}
 	// Pass 2 (pure, parallel for large inputs): reservations.
-	scans := scanAll(hosts, status, lo, hi)
+	scans := scanAll(hosts, status, lo, hi, ws.scans)
 	// Pass 3 (sequential, input order): rejections and candidates, in
 	// exactly sized slices.
 	nRej, nBusy := len(matchReason), 0
@@ -159,7 +161,7 @@ func ChooseHosts(rules *TagRules, hosts []Host, req HostRequest) (HostDecision, 
 		}
 	}
 	nRej += nBusy
-	cands := make([]hostCand, 0, len(hosts)-nRej)
+	cands := ws.cands[:0]
 	dec.Rejected = make([]Rejection, 0, nRej)
 	rb.buf = make([]byte, 0, 48*nBusy+64*len(matchReason)+len(rb.cleaning)*nBusy)
 	rb.ends = make([]int, 0, nRej)
@@ -260,8 +262,7 @@ const parallelScanMin = 20000
 // split into contiguous chunks over GOMAXPROCS goroutines when there are
 // many reservations; each host's result depends only on its own input, so
 // the outcome is the same either way.
-func scanAll(hosts []Host, status []int8, lo, hi int64) []scanResult {
-	out := make([]scanResult, len(hosts))
+func scanAll(hosts []Host, status []int8, lo, hi int64, out []scanResult) []scanResult {
 	run := func(from, to int) {
 		for i := from; i < to; i++ {
 			if status[i] == 0 {
@@ -542,3 +543,33 @@ func preselect(hosts []Host, cands []hostCand, doms []int32, n int) []hostCand {
 	}
 	return out
 }
+
+// hostWorkspace holds ChooseHosts' scratch slices; they are pooled so that
+// repeated calls do not churn the garbage collector (the caller's hosts
+// and reservations are usually a large, pointer-rich heap to scan).
+type hostWorkspace struct {
+	status []int8
+	scans  []scanResult
+	cands  []hostCand
+}
+
+var workspaces sync.Pool
+
+func getWorkspace(n int) *hostWorkspace {
+	ws, _ := workspaces.Get().(*hostWorkspace)
+	if ws == nil {
+		ws = &hostWorkspace{}
+	}
+	if cap(ws.status) < n {
+		ws.status = make([]int8, n)
+		ws.scans = make([]scanResult, n)
+		ws.cands = make([]hostCand, 0, n)
+	}
+	ws.status = ws.status[:n]
+	clear(ws.status)
+	ws.scans = ws.scans[:n]
+	clear(ws.scans)
+	return ws
+}
+
+func putWorkspace(ws *hostWorkspace) { workspaces.Put(ws) }
