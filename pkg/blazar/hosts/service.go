@@ -270,8 +270,9 @@ func (s *Service) invalidate() {
 
 // write runs fn in a transaction that also bumps the hosts marker, and
 // drops the local cache afterwards. A transaction lost to a lock conflict
-// (MySQL deadlock or lock wait timeout, SQLite still busy) did not happen
-// and is run again, up to writeAttempts times.
+// (MySQL deadlock or lock wait timeout, SQLite still busy) or to a
+// concurrent insert of the same row did not happen and is run again, up
+// to writeAttempts times.
 func (s *Service) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	defer s.invalidate()
 	var err error
@@ -282,7 +283,11 @@ func (s *Service) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 			}
 			return BumpMarkerTx(tx)
 		})
-		if err == nil || !isLockConflict(err) || ctx.Err() != nil {
+		// A raw duplicate-key error is a race lost to a concurrent writer
+		// (two updates adding the same capability): run again, and the
+		// other's row is seen. Expected duplicates are mapped to a 409
+		// inside fn and never reach here raw.
+		if err == nil || !(isLockConflict(err) || db.IsDuplicate(err)) || ctx.Err() != nil {
 			return err
 		}
 	}

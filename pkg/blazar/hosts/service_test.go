@@ -634,3 +634,73 @@ func TestIsLockConflict(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentWrites: two services (two processes) on one database
+// create, update and delete the same few hosts at once. Every failure is
+// a 4xx (404 for a host deleted under us, 409 for a duplicate), never a
+// database error, and the end state is consistent: providers match hosts.
+func TestConcurrentWrites(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		a, _ := newService(t, d)
+		b, _ := newService(t, d)
+		var wg sync.WaitGroup
+		errs := make(chan error, 400)
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				s := []*Service{a, b}[g%2]
+				for i := 0; i < 12; i++ {
+					name := fmt.Sprintf("h%d", (g+i)%3)
+					var err error
+					switch i % 3 {
+					case 0:
+						_, err = s.Create(ctx, body("name", name, "gpu", fmt.Sprint(g), fmt.Sprintf("k%d", i%4), "v"))
+					case 1:
+						var hs []Host
+						hs, err = s.List(ctx)
+						for _, h := range hs {
+							if h.HypervisorHostname == name {
+								_, err = s.Update(ctx, h.ID, body("rack", fmt.Sprint(g), fmt.Sprintf("p%d", g), "x"))
+							}
+						}
+					case 2:
+						var hs []Host
+						hs, err = s.List(ctx)
+						for _, h := range hs {
+							if h.HypervisorHostname == name {
+								err = s.Delete(ctx, h.ID)
+							}
+						}
+					}
+					if err != nil {
+						errs <- err
+					}
+				}
+			}(g)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			var se interface{ HTTPStatus() int }
+			if !errors.As(err, &se) || (se.HTTPStatus() != 404 && se.HTTPStatus() != 409) {
+				t.Errorf("unexpected error: %v", err)
+			}
+		}
+		hs, err := a.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb, _ := b.List(ctx)
+		if diff := cmp.Diff(hs, hb); diff != "" {
+			t.Errorf("the two services disagree (-a +b):\n%s", diff)
+		}
+		var rps, orphanCaps int64
+		d.Model(&models.ResourceProvider{}).Count(&rps)
+		d.Raw("SELECT COUNT(*) FROM computehost_extra_capabilities c LEFT JOIN computehosts h ON h.id = c.computehost_id WHERE h.id IS NULL").Scan(&orphanCaps)
+		if rps != int64(2*len(hs)) || orphanCaps != 0 {
+			t.Errorf("%d hosts, %d providers, %d orphan capabilities", len(hs), rps, orphanCaps)
+		}
+	})
+}
