@@ -342,6 +342,7 @@ type capKey struct {
 
 // capRow is one inventory with the usage against it.
 type capRow struct {
+	rp       int64
 	classID  int64
 	total    int64
 	reserved int64
@@ -413,7 +414,15 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 			}
 		}
 	}
-	providers, err := readProvidersByUUID(tx, rpUUIDs)
+	classSet := map[string]bool{}
+	for _, w := range ws {
+		for _, res := range w.Allocations {
+			for rc := range res {
+				classSet[rc] = true
+			}
+		}
+	}
+	providers, inv, err := readProvidersInventory(tx, rpUUIDs, classSet)
 	if err != nil {
 		return nil, err
 	}
@@ -470,9 +479,8 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 			return nil, err
 		}
 	}
-	inv, err := s.readInventoryUsage(tx, ws, providers, own)
-	if err != nil {
-		return nil, err
+	for _, r := range inv {
+		r.usedOwn = own[usageKey{r.rp, r.classID}]
 	}
 	if err := s.checkInventoryPresent(tx, ws, providers, inv, multi); err != nil {
 		return nil, err
@@ -699,53 +707,47 @@ func readHeldUsage(tx *gorm.DB, consumers []string) (map[usageKey]int64, error) 
 	return out, rows.Err()
 }
 
-// readInventoryUsage reads, in one query, the inventory of every class
-// asked for on every provider allocated to, with its current usage (from
-// allocation_usages); own is what the consumers being written hold now.
-func (s *Service) readInventoryUsage(tx *gorm.DB, ws []ConsumerWrite, providers map[string]*allocProviderRow, own map[usageKey]int64) (map[capKey]*capRow, error) {
-	out := map[capKey]*capRow{}
-	var rpIDs []int64
-	classSet := map[string]bool{}
-	for _, p := range providers {
-		rpIDs = append(rpIDs, p.id)
-	}
-	for _, w := range ws {
-		for _, res := range w.Allocations {
-			for rc := range res {
-				classSet[rc] = true
-			}
-		}
-	}
-	if len(rpIDs) == 0 {
-		return out, nil
+// readProvidersInventory reads, in one query, the providers named by
+// uuids (by uuid) with their inventories of the classes in classSet and
+// the current usage of each (from allocation_usages).
+func readProvidersInventory(tx *gorm.DB, uuids []string, classSet map[string]bool) (map[string]*allocProviderRow, map[capKey]*capRow, error) {
+	providers := make(map[string]*allocProviderRow, len(uuids))
+	inv := map[capKey]*capRow{}
+	if len(uuids) == 0 {
+		return providers, inv, nil
 	}
 	// Every inventory of the providers, filtered here: a provider has few,
-	// and SQLite runs "IN (list)" through a temporary table, which costs
-	// more than reading the few extra rows.
-	rows, err := tx.Raw(`SELECT i.resource_provider_id, rc.name, i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio,
+	// and a class filter would cost SQLite more than the extra rows.
+	rows, err := tx.Raw(`SELECT rp.id, rp.uuid, rp.generation, rc.name, i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio,
  COALESCE(u.used, 0)
- FROM inventories i
- JOIN resource_classes rc ON rc.id = i.resource_class_id
+ FROM resource_providers rp
+ LEFT JOIN inventories i ON i.resource_provider_id = rp.id
+ LEFT JOIN resource_classes rc ON rc.id = i.resource_class_id
  LEFT JOIN allocation_usages u ON u.resource_provider_id = i.resource_provider_id AND u.resource_class_id = i.resource_class_id
- WHERE i.resource_provider_id IN ?`, rpIDs).Rows()
+ WHERE rp.uuid IN ?`, uuids).Rows()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var rp int64
-		var class string
-		r := &capRow{}
-		if err := rows.Scan(&rp, &class, &r.classID, &r.total, &r.reserved, &r.minUnit, &r.maxUnit, &r.stepSize, &r.ratio, &r.usedAll); err != nil {
-			return nil, err
+		p := &allocProviderRow{}
+		var class sql.NullString
+		var classID, total, reserved, minU, maxU, step sql.NullInt64
+		var ratio sql.NullFloat64
+		var used int64
+		if err := rows.Scan(&p.id, &p.uuid, &p.generation, &class, &classID, &total, &reserved, &minU, &maxU, &step, &ratio, &used); err != nil {
+			return nil, nil, err
 		}
-		if !classSet[class] {
+		if providers[p.uuid] == nil {
+			providers[p.uuid] = p
+		}
+		if !class.Valid || !classSet[class.String] {
 			continue
 		}
-		r.usedOwn = own[usageKey{rp, r.classID}]
-		out[capKey{rp, class}] = r
+		inv[capKey{p.id, class.String}] = &capRow{rp: p.id, classID: classID.Int64, total: total.Int64, reserved: reserved.Int64,
+			minUnit: minU.Int64, maxUnit: maxU.Int64, stepSize: step.Int64, ratio: ratio.Float64, usedAll: used}
 	}
-	return out, rows.Err()
+	return providers, inv, rows.Err()
 }
 
 // addUsage applies usage changes to allocation_usages in one statement,
