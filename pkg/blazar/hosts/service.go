@@ -18,6 +18,14 @@
 //     hypervisor_hostname, service_name, vcpus, memory_mb, local_gb,
 //     hypervisor_type, hypervisor_version, cpu_info, availability_zone,
 //     status, reservable, trust_id) or, failing that, an extra capability.
+//   - ReservableTx(tx, ids), after locking hosts to book them, says
+//     which still exist and are reservable (a host deleted since the
+//     cached view was taken must not be booked; Delete holds the same
+//     resource lock through ReservationChecker.HostReserved).
+//   - Cost: a cached call is one marker read (~30 µs on SQLite, ~0.25 ms
+//     on MariaDB); after a host write the next call re-reads everything
+//     (10,000 hosts with 3 capabilities each: ~110 ms on MariaDB, ~130 ms
+//     CPU on SQLite), see BenchmarkReservable.
 //   - Anything else that changes computehosts or their capabilities
 //     (healing marking a host non-reservable, …) must call BumpMarkerTx in
 //     its transaction.
@@ -31,6 +39,15 @@
 // Registering a host creates, in the same transaction, its compute node
 // provider and the child provider blazar_<hostname> in the built-in
 // Placement (placement.CreateHostProvidersTx); deleting it removes them.
+// The compute driver (pkg/compute) resolves the host and keeps Nova's
+// freepool in step; its calls run inside the transaction, so a driver
+// failure rolls the registration back.
+//
+// Leasehold extensions to upstream: "reservable" in a host-create or PUT
+// body sets the host's flag instead of becoming a capability; field and
+// capability sizes are checked (400, not a database error); an unknown
+// property in PATCH /os-hosts/properties/{name} is a 404; a duplicate
+// floating IP is a 409.
 package hosts
 
 import (
