@@ -210,8 +210,9 @@ func (s *Service) SetProviderTraits(ctx context.Context, uuid string, generation
 	return outP, outT, err
 }
 
-// traitsByName loads the named traits; any unknown ones are a 400
-// "No such trait X, Y" (upstream lists the set difference).
+// traitsByName loads the named traits (ordered by name, as upstream's
+// name IN lookup returns them); any unknown ones are a 400 "No such
+// trait X, Y" (upstream lists the set difference).
 func traitsByName(tx *gorm.DB, names []string) ([]Trait, error) {
 	uniq := map[string]bool{}
 	var list []string
@@ -223,7 +224,7 @@ func traitsByName(tx *gorm.DB, names []string) ([]Trait, error) {
 	}
 	var found []Trait
 	if len(list) > 0 {
-		if err := tx.Raw("SELECT id, name, created_at, updated_at FROM traits WHERE name IN ? ORDER BY id", list).Scan(&found).Error; err != nil {
+		if err := tx.Raw("SELECT id, name, created_at, updated_at FROM traits WHERE name IN ? ORDER BY name", list).Scan(&found).Error; err != nil {
 			return nil, wrap("traits by name", err)
 		}
 	}
