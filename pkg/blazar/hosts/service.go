@@ -61,6 +61,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -215,6 +216,8 @@ type Service struct {
 	alloc   AllocationLister
 	checker ReservationChecker
 
+	loadMu       sync.Mutex // held while (re)loading the cache
+	loads        atomic.Int64
 	cacheMu      sync.Mutex
 	cacheValid   bool
 	cacheVersion int64
@@ -543,8 +546,20 @@ func (s *Service) snapshot(ctx context.Context) (all, reservable []Host, err err
 		return all[:len(all):len(all)], reservable[:len(reservable):len(reservable)], nil
 	}
 	s.cacheMu.Unlock()
+	// One loader at a time: callers arriving meanwhile wait and take its
+	// copy when it is at least as new as the marker they read.
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	s.cacheMu.Lock()
+	if s.cacheValid && s.cacheVersion >= version {
+		all, reservable = s.cacheAll, s.cache
+		s.cacheMu.Unlock()
+		return all[:len(all):len(all)], reservable[:len(reservable):len(reservable)], nil
+	}
+	s.cacheMu.Unlock()
 	// Read after the marker: a write racing with this load moves the
 	// marker again, so the copy below is at worst re-read next time.
+	s.loads.Add(1)
 	all, err = listHosts(conn, false)
 	if err != nil {
 		return nil, nil, err

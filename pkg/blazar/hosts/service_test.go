@@ -704,3 +704,39 @@ func TestConcurrentWrites(t *testing.T) {
 		}
 	})
 }
+
+// TestReservableSingleLoad: callers arriving together after a write share
+// one load.
+func TestReservableSingleLoad(t *testing.T) {
+	d := dbtest.Open(t)
+	ctx := context.Background()
+	s, _ := newService(t, d)
+	for i := 0; i < 3; i++ {
+		if _, err := s.Create(ctx, body("name", fmt.Sprintf("c%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := s.loads.Load()
+	var wg sync.WaitGroup
+	results := make([][]Host, 16)
+	for i := range results {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			hs, err := s.Reservable(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = hs
+		}(i)
+	}
+	wg.Wait()
+	if n := s.loads.Load() - before; n != 1 {
+		t.Errorf("%d loads for 16 concurrent callers, want 1", n)
+	}
+	for _, r := range results {
+		if len(r) != 3 || &r[0] != &results[0][0] {
+			t.Fatalf("callers got different copies")
+		}
+	}
+}
