@@ -68,15 +68,16 @@ type tNode struct {
 }
 
 type tInst struct {
-	Name       string
-	Mem, Disk  int // Disk: disk_space_total; one disk of that size
-	VCPUs      int
-	Template   string
-	Nodes      []string
-	Tags       []string
-	Spindles   int // per-disk spindles (exclusive storage); 0 = omit
-	SpindleUse int
-	AdminState string
+	Name        string
+	Mem, Disk   int // Disk: disk_space_total; one disk of that size
+	VCPUs       int
+	Template    string
+	Nodes       []string
+	Tags        []string
+	Spindles    int // per-disk spindles (exclusive storage); 0 = omit
+	SpindleUse  int
+	AdminState  string
+	Forthcoming bool
 }
 
 type tCluster struct {
@@ -127,6 +128,9 @@ func (i tInst) json() ordered {
 	if i.AdminState != "" {
 		o = append(o, kv{"admin_state", i.AdminState})
 	}
+	if i.Forthcoming {
+		o = append(o, kv{"forthcoming", true})
+	}
 	return o
 }
 
@@ -143,6 +147,9 @@ func (c *tCluster) request(req ordered) []byte {
 	insts := ordered{}
 	for _, in := range c.Insts {
 		insts = append(insts, kv{in.Name, in.json()})
+		if in.Forthcoming {
+			continue // not there yet: the node reports nothing for it
+		}
 		if in.AdminState == "" || in.AdminState == "up" {
 			memUsed[in.Nodes[0]] += in.Mem
 		}

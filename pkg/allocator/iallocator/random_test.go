@@ -98,11 +98,19 @@ func genCluster(seed uint64) diffCase {
 			n.Offline = true
 		case chance(0.05):
 			n.Drained = true
+		case chance(0.03):
+			n.VMCapableFalse = true
 		}
 		c.Nodes = append(c.Nodes, n)
 		free[n.Name] = &cap{n.Mem - n.ReservedMem, n.Disk, n.Spindles}
 	}
-	online := func(n tNode) bool { return !n.Offline }
+	online := func(n tNode) bool { return !n.Offline && !n.VMCapableFalse }
+	if chance(0.1) {
+		c.Hypervisor = "kvm"
+	}
+	if chance(0.1) {
+		c.Groups[r.IntN(nGroups)].Networks = []string{"net-a"}
+	}
 	groupNodes := func(g string) []tNode {
 		var out []tNode
 		for _, n := range c.Nodes {
@@ -150,9 +158,13 @@ func genCluster(seed uint64) diffCase {
 		if chance(0.4) {
 			in.Tags = append(in.Tags, services[r.IntN(3)])
 		}
-		if chance(0.1) {
+		switch {
+		case chance(0.1):
 			in.AdminState = "down"
+		case chance(0.03):
+			in.AdminState = "offline"
 		}
+		in.Forthcoming = chance(0.05)
 		// keep the cluster consistent: skip what does not fit
 		fp := free[in.Nodes[0]]
 		if in.Mem >= fp.mem || (usesDisk(in.Template) && in.Disk >= fp.dsk) || in.Spindles > fp.sp {
@@ -213,6 +225,13 @@ func genCluster(seed uint64) diffCase {
 	}
 	if req[0].v == "allocate" || req[0].v == "multi-allocate" {
 		req = allocExtras(r, c, req)
+		if req[0].v == "allocate" && chance(0.15) {
+			for k := range req {
+				if req[k].k == "nics" {
+					req[k].v = []ordered{{{"mac", "aa:00:00:00:00:01"}, {"network", "net-a"}}}
+				}
+			}
+		}
 	}
 	if chance(0.25) {
 		args = append(args, "--no-capacity-checks")
