@@ -856,6 +856,10 @@ func (s *Service) Update(ctx context.Context, id string, body map[string]any) (*
 	if err != nil {
 		return nil, err
 	}
+	if _, ok := caps["id"]; ok {
+		// A capability "id" would shadow the host's id in every view.
+		return nil, errorf(http.StatusBadRequest, "Malformed parameter `id`: a host's id cannot be changed or used as an extra capability")
+	}
 	reservable, err := takeReservable(caps)
 	if err != nil {
 		return nil, err

@@ -273,6 +273,8 @@ func TestUpdateErrors(t *testing.T) {
 		wantStatus(t, err, 404)
 		_, err = s.Update(ctx, h.ID, body(fmt.Sprintf("%065d", 1), "1"))
 		wantStatus(t, err, 400)
+		_, err = s.Update(ctx, h.ID, body("id", "7"))
+		wantStatus(t, err, 400)
 		s.SetReservationChecker(&fakeChecker{capInUse: map[string]bool{"gpu": true}})
 		_, err = s.Update(ctx, h.ID, body("gpu", "b", "new", "1"))
 		wantStatus(t, err, 409)
