@@ -341,7 +341,11 @@ func (s *state) canEvacuate(sc scope, n int) bool {
 
 // n1Cache remembers which nodes are evacuable before any placement.
 type n1Cache struct {
-	ok []bool // by node index
+	ok             []bool // by node index
+	failing        []int  // scope nodes that cannot be evacuated
+	inScope        []bool
+	nonDrbd        []bool        // node has non-DRBD primaries
+	nonDrbdByGroup map[int][]int // those nodes per group, in order
 }
 
 // globalN1 checks the state after placement pl over the scope.
@@ -352,43 +356,68 @@ func (c *Cluster) globalN1(sc scope, pl *Placement) bool {
 		s.stats = c.statsOf(sc)
 	}
 	cache := c.n1base(sc)
+	check := func(i int) bool {
+		if s.canEvacuate(sc, i) {
+			return true
+		}
+		if debugN1 {
+			println("N1 fail: placement", c.Nodes[pl.P].Name, "node", c.Nodes[i].Name)
+		}
+		return false
+	}
+	if overwrote {
+		for _, i := range sc.nodes {
+			if !check(i) {
+				return false
+			}
+		}
+		return true
+	}
+	// Only the nodes the placement can affect are evacuated again: the
+	// placement's nodes, the primaries whose DRBD secondaries are on them,
+	// and the nodes of the group that re-create or move instances (their
+	// targets changed). Every other node keeps its earlier verdict.
 	affected := map[int]bool{pl.P: true}
-	groups := map[int]bool{c.Nodes[pl.P].Group: true}
 	if pl.S >= 0 {
 		affected[pl.S] = true
 	}
-	for a := range maps2(affected) {
+	for _, a := range []int{pl.P, pl.S} {
+		if a < 0 {
+			continue
+		}
 		for _, idx := range s.node(a).sList {
 			affected[s.inst(idx).PNode] = true
 		}
 	}
-	for _, i := range sc.nodes {
-		if !overwrote && !affected[i] && !(groups[c.Nodes[i].Group] && c.hasNonDrbd(i)) {
-			if !cache.ok[i] {
-				if debugN1 {
-					println("N1 cached fail: node", c.Nodes[i].Name)
-				}
-				return false
-			}
-			continue
-		}
-		if !s.canEvacuate(sc, i) {
+	g := c.Nodes[pl.P].Group
+	for _, i := range cache.failing {
+		if !affected[i] && !(c.Nodes[i].Group == g && cache.nonDrbd[i]) {
 			if debugN1 {
-				println("N1 fail: placement", c.Nodes[pl.P].Name, "node", c.Nodes[i].Name)
+				println("N1 cached fail: node", c.Nodes[i].Name)
 			}
+			return false
+		}
+	}
+	var todo []int
+	for i := range affected {
+		if cache.inScope[i] {
+			todo = append(todo, i)
+		}
+	}
+	for _, i := range cache.nonDrbdByGroup[g] {
+		if !affected[i] {
+			todo = append(todo, i)
+		}
+	}
+	slices.Sort(todo)
+	for _, i := range todo {
+		if !check(i) {
 			return false
 		}
 	}
 	return true
 }
 
-func maps2(m map[int]bool) map[int]bool {
-	out := make(map[int]bool, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
 
 func (c *Cluster) hasNonDrbd(i int) bool {
 	for _, idx := range c.Nodes[i].pList {
@@ -410,9 +439,19 @@ func (c *Cluster) n1base(sc scope) *n1Cache {
 		return c.n1
 	}
 	s := newState(c, sc, c.statsOf(sc))
-	cache := &n1Cache{ok: make([]bool, len(c.Nodes))}
+	cache := &n1Cache{ok: make([]bool, len(c.Nodes)), inScope: make([]bool, len(c.Nodes)),
+		nonDrbd: make([]bool, len(c.Nodes)), nonDrbdByGroup: map[int][]int{}}
 	for _, i := range sc.nodes {
+		cache.inScope[i] = true
 		cache.ok[i] = s.canEvacuate(sc, i)
+		if !cache.ok[i] {
+			cache.failing = append(cache.failing, i)
+		}
+		if c.hasNonDrbd(i) {
+			cache.nonDrbd[i] = true
+			g := c.Nodes[i].Group
+			cache.nonDrbdByGroup[g] = append(cache.nonDrbdByGroup[g], i)
+		}
 	}
 	c.n1, c.n1key, c.n1ver = cache, key, c.version
 	return cache
