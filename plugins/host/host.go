@@ -329,7 +329,8 @@ func (p *Plugin) Refresh(ctx context.Context, force bool) error { return p.ensur
 func (p *Plugin) choose(tx *plugins.Tx, ps params, win allocator.Interval, min, max int, exclude string, keep func(string) bool) (allocator.HostDecision, error) {
 	var dec allocator.HostDecision
 	var err error
-	p.idx.view(exclude, keep, func(hosts []allocator.Host, info func(string) *Host) {
+	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
+	p.idx.view(lo, hi, exclude, keep, func(hosts []allocator.Host, info func(string) *Host) {
 		dec, err = allocator.ChooseHosts(p.cfg.Rules, hosts, allocator.HostRequest{
 			Window: win, Cleaning: p.cfg.Cleaning, Min: min, Max: max, Match: ps.match(info),
 		})

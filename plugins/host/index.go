@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -17,12 +18,16 @@ import (
 // the package documentation), so a stale index costs a retry, never a
 // double booking.
 type index struct {
-	mu     sync.RWMutex
-	hosts  []allocator.Host // Busy filled from the allocations
-	resOf  [][]string       // resOf[i][k] is the reservation of hosts[i].Busy[k]
-	infos  []Host
-	pos    map[string]int
-	loaded bool
+	mu    sync.RWMutex
+	hosts []allocator.Host // Busy filled from the allocations, sorted by start
+	resOf [][]string       // resOf[i][k] is the reservation of hosts[i].Busy[k]
+	// disjoint[i] is true when hosts[i].Busy do not overlap (then their
+	// ends are sorted too, and view can pass the allocator only the
+	// bookings around the window).
+	disjoint []bool
+	infos    []Host
+	pos      map[string]int
+	loaded   bool
 	// hostsAt and allocsAt are when hosts and allocations were last
 	// loaded in full.
 	hostsAt, allocsAt time.Time
@@ -104,6 +109,7 @@ func (x *index) reloadHosts(ctx context.Context, src Source, g *gorm.DB, now tim
 	for i := range x.hosts {
 		if j, ok := oldPos[x.hosts[i].ID]; ok {
 			x.hosts[i].Busy, x.resOf[i] = oldHosts[j].Busy, oldRes[j]
+			x.sortHostLocked(i)
 		}
 	}
 	x.addRowsLocked(rows)
@@ -115,6 +121,7 @@ func (x *index) setHostsLocked(infos []Host) {
 	x.infos = infos
 	x.hosts = make([]allocator.Host, len(infos))
 	x.resOf = make([][]string, len(infos))
+	x.disjoint = make([]bool, len(infos))
 	x.pos = make(map[string]int, len(infos))
 	for i, h := range infos {
 		x.hosts[i] = allocator.Host{ID: h.ID, Name: h.Name}
@@ -123,6 +130,7 @@ func (x *index) setHostsLocked(infos []Host) {
 }
 
 func (x *index) addRowsLocked(rows []allocRow) {
+	touched := map[int]bool{}
 	for _, r := range rows {
 		i, ok := x.pos[r.ComputeHostID]
 		if !ok {
@@ -130,7 +138,58 @@ func (x *index) addRowsLocked(rows []allocRow) {
 		}
 		x.hosts[i].Busy = append(x.hosts[i].Busy, allocator.Interval{Start: r.StartDate.UTC(), End: r.EndDate.UTC()})
 		x.resOf[i] = append(x.resOf[i], r.ReservationID)
+		touched[i] = true
 	}
+	for i := range touched {
+		x.sortHostLocked(i)
+	}
+}
+
+// sortHostLocked sorts host i's bookings by start and records whether
+// they are disjoint.
+func (x *index) sortHostLocked(i int) {
+	busy, res := x.hosts[i].Busy, x.resOf[i]
+	if !sort.IsSorted(byStart{busy, res}) {
+		sort.Sort(byStart{busy, res})
+	}
+	ok := true
+	for k := 1; k < len(busy); k++ {
+		if busy[k].Start.Before(busy[k-1].End) {
+			ok = false
+			break
+		}
+	}
+	x.disjoint[i] = ok
+}
+
+type byStart struct {
+	iv  []allocator.Interval
+	res []string
+}
+
+func (b byStart) Len() int           { return len(b.iv) }
+func (b byStart) Less(i, j int) bool { return b.iv[i].Start.Before(b.iv[j].Start) }
+func (b byStart) Swap(i, j int) {
+	b.iv[i], b.iv[j] = b.iv[j], b.iv[i]
+	b.res[i], b.res[j] = b.res[j], b.res[i]
+}
+
+// around returns the part of sorted, disjoint bookings the allocator needs
+// for the window [lo, hi): the ones overlapping it plus the nearest one on
+// each side (for its fit score). The allocator then finds the same
+// conflicts and the same fit as with all of them (TestAroundSameDecision),
+// zero-length bookings aside (they are ignored for conflicts and may hide
+// a neighbour from the fit score).
+func around(busy []allocator.Interval, lo, hi time.Time) []allocator.Interval {
+	if len(busy) <= 3 {
+		return busy
+	}
+	k := sort.Search(len(busy), func(i int) bool { return busy[i].End.After(lo) })
+	j := sort.Search(len(busy), func(i int) bool { return !busy[i].Start.Before(hi) })
+	if j < k {
+		j = k
+	}
+	return busy[max(k-1, 0):min(j+1, len(busy))]
 }
 
 // replaceHosts sets the bookings of hostIDs to rows (after a conflict
@@ -166,14 +225,19 @@ func (x *index) setReservation(resID string, oldHostIDs []string, rows []allocRo
 			}
 		}
 		x.hosts[i].Busy, x.resOf[i] = busy, res
+		x.sortHostLocked(i)
 	}
 	x.addRowsLocked(rows)
 }
 
-// view runs fn with the hosts under the read lock. When exclude is not
-// empty, the bookings of that reservation are left out, and only hosts
-// whose id keep allows are passed (nil keeps all).
-func (x *index) view(exclude string, keep func(id string) bool, fn func(hosts []allocator.Host, info func(id string) *Host)) {
+// hostBufs recycles the per-request host slices given to the allocator.
+var hostBufs sync.Pool
+
+// view runs fn with the hosts under the read lock, each with only the
+// bookings that matter for the window [lo, hi) (see around). When exclude
+// is not empty, the bookings of that reservation are left out, and only
+// hosts whose id keep allows are passed (nil keeps all).
+func (x *index) view(lo, hi time.Time, exclude string, keep func(id string) bool, fn func(hosts []allocator.Host, info func(id string) *Host)) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	info := func(id string) *Host {
@@ -182,11 +246,12 @@ func (x *index) view(exclude string, keep func(id string) bool, fn func(hosts []
 		}
 		return nil
 	}
-	if exclude == "" && keep == nil {
-		fn(x.hosts, info)
-		return
+	var hosts []allocator.Host
+	if b, ok := hostBufs.Get().(*[]allocator.Host); ok && cap(*b) >= len(x.hosts) {
+		hosts = (*b)[:0]
+	} else {
+		hosts = make([]allocator.Host, 0, len(x.hosts))
 	}
-	hosts := make([]allocator.Host, 0, len(x.hosts))
 	for i, h := range x.hosts {
 		if keep != nil && !keep(h.ID) {
 			continue
@@ -200,7 +265,12 @@ func (x *index) view(exclude string, keep func(id string) bool, fn func(hosts []
 			}
 			h.Busy = busy
 		}
+		if x.disjoint[i] {
+			h.Busy = around(h.Busy, lo, hi)
+		}
 		hosts = append(hosts, h)
 	}
 	fn(hosts, info)
+	clear(hosts)
+	hostBufs.Put(&hosts)
 }

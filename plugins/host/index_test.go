@@ -1,0 +1,50 @@
+package host
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+
+	"github.com/leasehold/leasehold/pkg/allocator"
+)
+
+// TestAroundSameDecision: giving the allocator only the bookings around
+// the window (around) yields the same decision as giving it all of them.
+func TestAroundSameDecision(t *testing.T) {
+	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 8).Draw(rt, "hosts")
+		full := make([]allocator.Host, n)
+		for i := range full {
+			full[i].ID = fmt.Sprint(i + 1)
+			at := rapid.IntRange(0, 5).Draw(rt, "first")
+			for range rapid.IntRange(0, 12).Draw(rt, "bookings") {
+				start := at + rapid.IntRange(0, 6).Draw(rt, "gap")
+				end := start + rapid.IntRange(1, 6).Draw(rt, "len")
+				full[i].Busy = append(full[i].Busy, allocator.Interval{Start: base.Add(time.Duration(start) * time.Hour), End: base.Add(time.Duration(end) * time.Hour)})
+				at = end
+			}
+		}
+		ws := rapid.IntRange(0, 80).Draw(rt, "start")
+		win := allocator.Interval{Start: base.Add(time.Duration(ws) * time.Hour), End: base.Add(time.Duration(ws+rapid.IntRange(1, 10).Draw(rt, "wlen")) * time.Hour)}
+		cleaning := time.Duration(rapid.IntRange(0, 2).Draw(rt, "cleaning")) * 30 * time.Minute
+		req := allocator.HostRequest{Window: win, Cleaning: cleaning, Min: rapid.IntRange(0, n).Draw(rt, "min"), Max: n}
+		req.Max = max(req.Min, rapid.IntRange(1, n).Draw(rt, "max"))
+		trimmed := make([]allocator.Host, n)
+		for i, h := range full {
+			h.Busy = around(h.Busy, win.Start.Add(-cleaning), win.End.Add(cleaning))
+			trimmed[i] = h
+		}
+		d1, e1 := allocator.ChooseHosts(nil, full, req)
+		d2, e2 := allocator.ChooseHosts(nil, trimmed, req)
+		if (e1 == nil) != (e2 == nil) {
+			rt.Fatalf("errors differ: %v vs %v", e1, e2)
+		}
+		if diff := cmp.Diff(d1, d2); diff != "" {
+			rt.Fatalf("decisions differ (-full +trimmed):\n%s", diff)
+		}
+	})
+}
