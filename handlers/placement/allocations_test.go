@@ -230,6 +230,84 @@ func TestConcurrentAllocationWrites(t *testing.T) {
 	}
 }
 
+// TestConcurrentSharedConsumers has parallel clients fight over the same
+// few consumers with PUT (1.12, no generations: last writer wins), POST
+// moves and DELETE, and then checks that nothing was lost or torn: every
+// answer is 204, 404 (delete of nothing) or 409, capacity holds, the usage
+// summary equals the allocations, and every consumer row has allocations
+// and vice versa.
+func TestConcurrentSharedConsumers(t *testing.T) {
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			srv, svc := allocServer(t, dbtest.OpenDialect(t, dialect))
+			const capacity = 12
+			rps := []string{seedProvider(t, svc, "a", capacity), seedProvider(t, svc, "b", capacity)}
+			consumers := []string{
+				"c0000000-0000-4000-8000-000000000000", "c1111111-0000-4000-8000-000000000000",
+				"c2222222-0000-4000-8000-000000000000", "c3333333-0000-4000-8000-000000000000",
+			}
+			client := srv.Client()
+			client.Transport.(*http.Transport).MaxIdleConnsPerHost = 64
+			var wg sync.WaitGroup
+			errs := make(chan error, 64)
+			for w := 0; w < 50; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					for r := 0; r < 8; r++ {
+						c := consumers[(w+r)%len(consumers)]
+						var res apiResult
+						var err error
+						switch (w + r) % 4 {
+						case 0, 1:
+							res, err = call(client, "PUT", srv.URL+"/allocations/"+c, "1.12", map[string]any{
+								"allocations": map[string]any{rps[w%2]: map[string]any{"resources": map[string]int64{"VCPU": int64(1 + (w+r)%4)}}},
+								"project_id":  "p", "user_id": "u",
+							})
+						case 2:
+							other := consumers[(w+r+1)%len(consumers)]
+							res, err = call(client, "POST", srv.URL+"/allocations", "1.13", map[string]any{
+								c:     map[string]any{"allocations": map[string]any{}, "project_id": "p", "user_id": "u"},
+								other: map[string]any{"allocations": map[string]any{rps[(w+1)%2]: map[string]any{"resources": map[string]int64{"VCPU": 3}}}, "project_id": "p", "user_id": "u"},
+							})
+						default:
+							res, err = call(client, "DELETE", srv.URL+"/allocations/"+c, "1.12", nil)
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+						switch res.status {
+						case http.StatusNoContent, http.StatusConflict, http.StatusNotFound:
+						default:
+							errs <- fmt.Errorf("worker %d round %d: %d %s", w, r, res.status, res.body)
+							return
+						}
+					}
+				}(w)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			var bad []string
+			if err := svc.DB().Raw(`SELECT CONCAT('usage ', u.resource_provider_id, '/', u.resource_class_id, ' ', u.used, ' vs ', COALESCE(a.used, 0))
+ FROM allocation_usages u LEFT JOIN (SELECT resource_provider_id, resource_class_id, SUM(used) AS used FROM allocations GROUP BY resource_provider_id, resource_class_id) a
+ ON a.resource_provider_id = u.resource_provider_id AND a.resource_class_id = u.resource_class_id WHERE u.used <> COALESCE(a.used, 0)
+ UNION ALL SELECT CONCAT('over capacity ', u.resource_provider_id, ' ', u.used) FROM allocation_usages u WHERE u.used > ?
+ UNION ALL SELECT CONCAT('consumer without allocations ', c.uuid) FROM consumers c WHERE NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.uuid)
+ UNION ALL SELECT CONCAT('allocation without consumer ', a.consumer_id) FROM allocations a WHERE NOT EXISTS (SELECT 1 FROM consumers c WHERE c.uuid = a.consumer_id)`,
+				capacity).Scan(&bad).Error; err != nil {
+				t.Fatal(err)
+			}
+			if len(bad) > 0 {
+				t.Errorf("inconsistent after the fight: %v", bad)
+			}
+		})
+	}
+}
+
 // BenchmarkPutAllocations measures durable PUT /allocations/{consumer}
 // writes through the whole HTTP stack, from parallel clients, each
 // creating a new consumer on one of 100 (or 5: many allocations per

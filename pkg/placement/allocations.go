@@ -475,7 +475,7 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 	}
 	own := map[usageKey]int64{}
 	if len(held) > 0 {
-		if own, err = readHeldUsage(tx, held); err != nil {
+		if own, err = s.readHeldUsage(tx, held); err != nil {
 			return nil, err
 		}
 	}
@@ -687,11 +687,16 @@ func readProvidersByUUID(tx *gorm.DB, uuids []string) (map[string]*allocProvider
 type usageKey struct{ rp, rc int64 }
 
 // readHeldUsage returns what consumers hold now, summed by (provider,
-// class).
-func readHeldUsage(tx *gorm.DB, consumers []string) (map[usageKey]int64, error) {
+// class). On MySQL it is a locking read: the rows stay as read until the
+// transaction ends, so the usage summary can be corrected by exactly what
+// the write then deletes.
+func (s *Service) readHeldUsage(tx *gorm.DB, consumers []string) (map[usageKey]int64, error) {
+	q := "SELECT resource_provider_id, resource_class_id, used FROM allocations WHERE consumer_id IN ?"
+	if s.db.Dialect == db.MySQL {
+		q += " FOR UPDATE"
+	}
 	out := map[usageKey]int64{}
-	rows, err := tx.Raw(`SELECT resource_provider_id, resource_class_id, SUM(used) FROM allocations
- WHERE consumer_id IN ? GROUP BY resource_provider_id, resource_class_id`, consumers).Rows()
+	rows, err := tx.Raw(q, consumers).Rows()
 	if err != nil {
 		return nil, err
 	}
@@ -702,7 +707,7 @@ func readHeldUsage(tx *gorm.DB, consumers []string) (map[usageKey]int64, error) 
 		if err := rows.Scan(&k.rp, &k.rc, &n); err != nil {
 			return nil, err
 		}
-		out[k] = n
+		out[k] += n
 	}
 	return out, rows.Err()
 }
@@ -866,13 +871,18 @@ func allocKeys[V any](m map[string]V) []string {
 // consumer itself. Provider generations are not bumped (as upstream).
 func (s *Service) DeleteAllocations(ctx context.Context, consumerUUID string) error {
 	plan := func(tx *gorm.DB) (func(tx *gorm.DB) error, error) {
-		held, err := readHeldUsage(tx, []string{consumerUUID})
+		consumers, err := readConsumers(tx, []string{consumerUUID})
+		if err != nil {
+			return nil, err
+		}
+		held, err := s.readHeldUsage(tx, []string{consumerUUID})
 		if err != nil {
 			return nil, err
 		}
 		if len(held) == 0 {
 			return nil, NotFound("No allocations for consumer '%s'", consumerUUID)
 		}
+		c := consumers[consumerUUID]
 		return func(tx *gorm.DB) error {
 			if err := tx.Exec("DELETE FROM allocations WHERE consumer_id = ?", consumerUUID).Error; err != nil {
 				return err
@@ -884,19 +894,33 @@ func (s *Service) DeleteAllocations(ctx context.Context, consumerUUID string) er
 			if err := s.addUsage(tx, delta); err != nil {
 				return err
 			}
-			return tx.Exec("DELETE FROM consumers WHERE uuid = ?", consumerUUID).Error
+			if c == nil {
+				// Allocations without a consumer row (left by an old
+				// writer); drop a row that appeared meanwhile too.
+				return tx.Exec("DELETE FROM consumers WHERE uuid = ?", consumerUUID).Error
+			}
+			// The consumer's generation guards the usage arithmetic: had
+			// another write changed its allocations since they were read,
+			// the generation moved and this attempt is rolled back.
+			res := tx.Exec("DELETE FROM consumers WHERE id = ? AND generation = ?", c.id, c.generation)
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected != 1 {
+				return &errRetry{msgConsumerRace}
+			}
+			return nil
 		}, nil
 	}
 	var err error
 	for attempt := 0; attempt < allocationRetries; attempt++ {
-		if err = s.runWrite(ctx, plan); err == nil || !isLockConflict(err) {
-			break
+		err = s.runWrite(ctx, plan)
+		var r *errRetry
+		if err == nil || !(isLockConflict(err) || errors.As(err, &r)) {
+			return wrap("delete allocations", err)
 		}
 	}
-	if isLockConflict(err) {
-		return Conflict(CodeConcurrentUpdate, "Allocations of consumer %s changed while attempting to delete them. Please retry.", consumerUUID)
-	}
-	return wrap("delete allocations", err)
+	return Conflict(CodeConcurrentUpdate, "Allocations of consumer %s changed while attempting to delete them. Please retry.", consumerUUID)
 }
 
 // ProviderResources is what a consumer holds on one provider.
