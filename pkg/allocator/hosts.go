@@ -504,6 +504,34 @@ func pickHosts(hosts []Host, cands []hostCand, doms []int32, nDoms, n int) []hos
 // than n of them: the result is unchanged, and the greedy passes run over
 // (number of domain sets) × n candidates instead of all free hosts.
 func preselect(hosts []Host, cands []hostCand, doms []int32, n int) []hostCand {
+	single := true
+	maxDom := int32(-1)
+	for i := range cands {
+		if cands[i].dLen > 1 {
+			single = false
+			break
+		}
+		if cands[i].dLen == 1 {
+			maxDom = max(maxDom, doms[cands[i].dOff])
+		}
+	}
+	if single {
+		// one domain at most per host: index the groups by domain id
+		tops := make([][]hostCand, maxDom+2)
+		for i := range cands {
+			c := &cands[i]
+			k := 0
+			if c.dLen == 1 {
+				k = int(doms[c.dOff]) + 1
+			}
+			tops[k] = keepBest(hosts, tops[k], c, n)
+		}
+		var out []hostCand
+		for _, t := range tops {
+			out = append(out, t...)
+		}
+		return out
+	}
 	type sig [4]int32
 	groups := map[sig][]hostCand{}
 	var order []sig
@@ -573,3 +601,22 @@ func getWorkspace(n int) *hostWorkspace {
 }
 
 func putWorkspace(ws *hostWorkspace) { workspaces.Put(ws) }
+
+// keepBest inserts c into top (sorted by fit, at most n long).
+func keepBest(hosts []Host, top []hostCand, c *hostCand, n int) []hostCand {
+	if len(top) == n && !candLess(hosts, c, &top[n-1]) {
+		return top
+	}
+	if top == nil {
+		top = make([]hostCand, 0, n+1)
+	}
+	p := len(top)
+	for p > 0 && candLess(hosts, c, &top[p-1]) {
+		p--
+	}
+	top = slices.Insert(top, p, *c)
+	if len(top) > n {
+		top = top[:n]
+	}
+	return top
+}

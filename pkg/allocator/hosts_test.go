@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -187,7 +188,7 @@ func overlaps(h *Host, lo, hi time.Time) bool {
 func TestChooseHostsProperties(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		seed := rapid.Uint64().Draw(rt, "seed")
-		n := rapid.IntRange(1, 40).Draw(rt, "hosts")
+		n := rapid.IntRange(1, 90).Draw(rt, "hosts")
 		per := rapid.IntRange(0, 6).Draw(rt, "perHost")
 		racks := rapid.IntRange(0, 4).Draw(rt, "racks")
 		hosts := genHosts(rand.New(rand.NewPCG(seed, 1)), n, per, racks)
@@ -197,7 +198,7 @@ func TestChooseHostsProperties(t *testing.T) {
 			Cleaning: time.Duration(rapid.IntRange(0, 3).Draw(rt, "clean")) * 30 * time.Minute,
 			Min:      rapid.IntRange(0, 5).Draw(rt, "min"),
 		}
-		req.Max = req.Min + rapid.IntRange(0, 5).Draw(rt, "extra")
+		req.Max = req.Min + rapid.SampledFrom([]int{0, 1, 3, 5, 40}).Draw(rt, "extra")
 		if req.Max == 0 {
 			req.Max = 1
 		}
@@ -240,6 +241,9 @@ func TestChooseHostsProperties(t *testing.T) {
 				rt.Fatalf("chosen host %s is duplicate, unmatched or busy", id)
 			}
 			seen[id] = true
+		}
+		if want := naiveChoose(rules, hosts, req); !slices.Equal(want, dec.Chosen) {
+			rt.Fatalf("chose %v, naive greedy chooses %v", dec.Chosen, want)
 		}
 		if len(dec.Rejected)+dec.Free != len(hosts) {
 			rt.Fatalf("%d rejected + %d free != %d hosts", len(dec.Rejected), dec.Free, len(hosts))
@@ -299,4 +303,96 @@ func cpuNow() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// naiveChoose is the documented rule written plainly: repeatedly take the
+// free matching host whose failure domains hold the fewest chosen hosts,
+// then the tightest fit (bounded sides first, then least slack), then the
+// smallest ID.
+func naiveChoose(rules *TagRules, hosts []Host, req HostRequest) []string {
+	lo, hi := req.Window.Start.Add(-req.Cleaning), req.Window.End.Add(req.Cleaning)
+	type cand struct {
+		h    *Host
+		open int
+		gap  time.Duration
+		doms []string
+	}
+	var cs []cand
+	for i := range hosts {
+		h := &hosts[i]
+		if req.Match != nil {
+			if ok, _ := req.Match(h); !ok {
+				continue
+			}
+		}
+		if overlaps(h, lo, hi) {
+			continue
+		}
+		c := cand{h: h}
+		var prev, next *time.Time
+		for _, b := range h.Busy {
+			if !b.End.After(b.Start) {
+				continue
+			}
+			if !b.End.After(lo) && (prev == nil || b.End.After(*prev)) {
+				e := b.End
+				prev = &e
+			}
+			if !b.Start.Before(hi) && (next == nil || b.Start.Before(*next)) {
+				st := b.Start
+				next = &st
+			}
+		}
+		if prev == nil {
+			c.open++
+		} else {
+			c.gap += lo.Sub(*prev)
+		}
+		if next == nil {
+			c.open++
+		} else {
+			c.gap += next.Sub(hi)
+		}
+		c.doms = rules.LocationTags(h.Tags)
+		cs = append(cs, c)
+	}
+	if len(cs) < req.Min {
+		return nil
+	}
+	used := map[string]int{}
+	var out []string
+	taken := make([]bool, len(cs))
+	for len(out) < min(req.Max, len(cs)) {
+		best, bestUse := -1, 0
+		for i, c := range cs {
+			if taken[i] {
+				continue
+			}
+			use := 0
+			for _, d := range c.doms {
+				use += used[d]
+			}
+			better := best < 0 || use < bestUse
+			if !better && use == bestUse {
+				b := cs[best]
+				switch {
+				case c.open != b.open:
+					better = c.open < b.open
+				case c.gap != b.gap:
+					better = c.gap < b.gap
+				default:
+					better = compareIDs(c.h.ID, b.h.ID) < 0
+				}
+			}
+			if better {
+				best, bestUse = i, use
+			}
+		}
+		taken[best] = true
+		for _, d := range cs[best].doms {
+			used[d]++
+		}
+		out = append(out, cs[best].h.ID)
+	}
+	return out
 }
