@@ -2,8 +2,11 @@
 # `make test`: every suite, with a summary at the end.
 #
 #   1. go test -race -shuffle=on ./...                 (SQLite)
-#   2. the same for every package whose tests use pkg/db/dbtest, against a
-#      throw-away MariaDB (LEASEHOLD_TEST_MYSQL_DSN; scripts/mariadb-throwaway.sh)
+#   2. go test -shuffle=on again for every package whose tests use
+#      pkg/db/dbtest, against a throw-away MariaDB (LEASEHOLD_TEST_MYSQL_DSN;
+#      scripts/mariadb-throwaway.sh). Without -race: the race detector sees
+#      Go memory races, which do not depend on the database, and run 1 had it;
+#      MARIADB_RACE=1 adds it here too.
 #   3. Placement conformance on SQLite               (scripts/conformance.sh)
 #   4. Placement conformance on MariaDB
 #
@@ -33,8 +36,12 @@ loud() {
   for l in "$@"; do echo "### $l"; done
   echo "################################################################################"
 }
+PHASE_START=$(date +%s)
+phase_start() { PHASE_START=$(date +%s); }
 record() { # suite status detail
-  SUMMARY+=("$(printf '%-22s %-8s %s' "$1" "$2" "$3")")
+  local took="$(( $(date +%s) - PHASE_START ))s"
+  [ "$2" = SKIPPED ] && took=-
+  SUMMARY+=("$(printf '%-22s %-8s %6s  %s' "$1" "$2" "$took" "$3")")
   case "$2" in
     FAIL) failed=$((failed + 1)) ;;
     SKIPPED) skipped=$((skipped + 1)) ;;
@@ -85,6 +92,7 @@ fi
 # ---- 1. go test on SQLite ----------------------------------------------
 if want go; then
   banner "go test ${RACE[*]} -shuffle=on ./...  (SQLite)"
+  phase_start
   log="$LOGDIR/go-sqlite.log"
   # shellcheck disable=SC2086
   env -u LEASEHOLD_TEST_MYSQL_DSN CGO_ENABLED=1 go test "${RACE[@]}" -shuffle=on ${GOTEST_FLAGS:-} ./... 2>&1 | tee "$log"
@@ -115,14 +123,17 @@ if want mysql; then
     mapfile -t pkgs < <(go list -test -f '{{.ImportPath}}|{{join .Deps " "}}' ./... 2>/dev/null |
       grep -E '^[^|]+ \[[^|]+\.test\]\|.*github.com/leasehold/leasehold/pkg/db/dbtest( |$)' |
       sed -E 's/^[^|]* \[([^|]+)\.test\]\|.*/\1/' | sort -u)
-    banner "go test ${RACE[*]} -shuffle=on (MariaDB) on ${#pkgs[@]} packages that use dbtest"
+    MRACE=()
+    if [ "${MARIADB_RACE:-}" = 1 ]; then MRACE=("${RACE[@]}"); fi
+    banner "go test ${MRACE[*]} -shuffle=on (MariaDB) on ${#pkgs[@]} packages that use dbtest"
+    phase_start
     printf '  %s\n' "${pkgs[@]}"
     if [ ${#pkgs[@]} = 0 ]; then
       record "go (MariaDB)" FAIL "no package uses pkg/db/dbtest (go list failed?)"
     else
       log="$LOGDIR/go-mysql.log"
       # shellcheck disable=SC2086
-      LEASEHOLD_TEST_MYSQL_DSN="$MYSQL_DSN" CGO_ENABLED=1 go test "${RACE[@]}" -shuffle=on ${GOTEST_FLAGS:-} "${pkgs[@]}" 2>&1 | tee "$log"
+      LEASEHOLD_TEST_MYSQL_DSN="$MYSQL_DSN" CGO_ENABLED=1 go test "${MRACE[@]}" -shuffle=on ${GOTEST_FLAGS:-} "${pkgs[@]}" 2>&1 | tee "$log"
       rc=${PIPESTATUS[0]}
       if [ "$rc" = 0 ]; then record "go (MariaDB)" PASS "$(gosummary "$log")"; else record "go (MariaDB)" FAIL "exit $rc; $(gosummary "$log")"; fi
     fi
@@ -133,6 +144,7 @@ fi
 conformance() { # db
   local db="$1" log="$LOGDIR/conformance-$1.log" rc line
   banner "Placement conformance ($db)"
+  phase_start
   CONFORMANCE_DB="$db" LEASEHOLD_TEST_MYSQL_DSN="$MYSQL_DSN" "$ROOT/scripts/conformance.sh" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   line="$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)"
