@@ -113,6 +113,9 @@ func schemaPostAllocations(mv microversion.Version) string {
 type amount int64
 
 func (n *amount) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] == '"' || b[0] == 'n' {
+		return fmt.Errorf("%s is not a valid resource amount", b)
+	}
 	var f json.Number
 	if err := json.Unmarshal(b, &f); err != nil {
 		return err

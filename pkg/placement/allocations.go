@@ -53,10 +53,11 @@ const (
 )
 
 // WriteAllocations replaces the allocations of every consumer in ws, all
-// or nothing, in one transaction that reads the current usage and
-// inventory of the providers involved, checks capacity and unit
-// constraints, replaces the consumers' allocation rows, then bumps every
-// involved provider's generation and every consumer's generation with an
+// or nothing, in one transaction that (1) reads the current usage and
+// inventory of the providers involved, (2) checks capacity and unit
+// constraints, (3) replaces the consumers' allocation rows and corrects
+// the usage summary (allocation_usages), (4) bumps every involved
+// provider's generation and (5) every consumer's generation with an
 // optimistic "… WHERE generation = ?" update. A lost race is retried a
 // few times and then reported as 409 placement.concurrent_update.
 //
@@ -1046,9 +1047,4 @@ func allocLatest(ts ...time.Time) time.Time {
 		}
 	}
 	return m
-}
-
-// String renders a write for logs and test failures.
-func (w ConsumerWrite) String() string {
-	return fmt.Sprintf("%s%v", w.UUID, w.Allocations)
 }
