@@ -82,8 +82,9 @@ func TestCandidatesAgainstUpstreamDump(t *testing.T) {
 			var res *candidates.Result
 			res, err = snap.Find(ctx, req)
 			if err == nil {
-				b, _ := json.Marshal(renderCandidates(res, req, mv))
-				_ = json.Unmarshal(b, &body)
+				if err := json.Unmarshal(renderCandidates(res, req, mv), &body); err != nil {
+					t.Fatalf("%s: rendered invalid JSON: %v", c.Source, err)
+				}
 			} else {
 				var uc *candidates.UnknownClassError
 				if errors.As(err, &uc) {
