@@ -25,9 +25,12 @@ type index struct {
 	// ends are sorted too, and view can pass the allocator only the
 	// bookings around the window).
 	disjoint []bool
-	infos    []Host
-	pos      map[string]int
-	loaded   bool
+	// bounds[i] holds the start and end of hosts[i].Busy[k] in Unix
+	// nanoseconds at [2k] and [2k+1] (for around's binary searches).
+	bounds [][]int64
+	infos  []Host
+	pos    map[string]int
+	loaded bool
 	// hostsAt and allocsAt are when hosts and allocations were last
 	// loaded in full.
 	hostsAt, allocsAt time.Time
@@ -122,6 +125,7 @@ func (x *index) setHostsLocked(infos []Host) {
 	x.hosts = make([]allocator.Host, len(infos))
 	x.resOf = make([][]string, len(infos))
 	x.disjoint = make([]bool, len(infos))
+	x.bounds = make([][]int64, len(infos))
 	x.pos = make(map[string]int, len(infos))
 	for i, h := range infos {
 		x.hosts[i] = allocator.Host{ID: h.ID, Name: h.Name}
@@ -160,6 +164,11 @@ func (x *index) sortHostLocked(i int) {
 		}
 	}
 	x.disjoint[i] = ok
+	b := x.bounds[i][:0]
+	for _, iv := range busy {
+		b = append(b, iv.Start.UnixNano(), iv.End.UnixNano())
+	}
+	x.bounds[i] = b
 }
 
 type byStart struct {
@@ -180,16 +189,23 @@ func (b byStart) Swap(i, j int) {
 // conflicts and the same fit as with all of them (TestAroundSameDecision),
 // zero-length bookings aside (they are ignored for conflicts and may hide
 // a neighbour from the fit score).
-func around(busy []allocator.Interval, lo, hi time.Time) []allocator.Interval {
-	if len(busy) <= 3 {
+func around(busy []allocator.Interval, bounds []int64, lo, hi int64) []allocator.Interval {
+	n := len(busy)
+	if n <= 3 {
 		return busy
 	}
-	k := sort.Search(len(busy), func(i int) bool { return busy[i].End.After(lo) })
-	j := sort.Search(len(busy), func(i int) bool { return !busy[i].Start.Before(hi) })
-	if j < k {
-		j = k
+	// k: first booking ending after lo; j: first starting at or after hi.
+	k := sort.Search(n, func(i int) bool { return bounds[2*i+1] > lo })
+	j := k + sort.Search(n-k, func(i int) bool { return bounds[2*(k+i)] >= hi })
+	return busy[max(k-1, 0):min(j+1, n)]
+}
+
+func boundsOf(busy []allocator.Interval) []int64 {
+	b := make([]int64, 0, 2*len(busy))
+	for _, iv := range busy {
+		b = append(b, iv.Start.UnixNano(), iv.End.UnixNano())
 	}
-	return busy[max(k-1, 0):min(j+1, len(busy))]
+	return b
 }
 
 // replaceHosts sets the bookings of hostIDs to rows (after a conflict
@@ -237,7 +253,7 @@ var hostBufs sync.Pool
 // bookings that matter for the window [lo, hi) (see around). When exclude
 // is not empty, the bookings of that reservation are left out, and only
 // hosts whose id keep allows are passed (nil keeps all).
-func (x *index) view(lo, hi time.Time, exclude string, keep func(id string) bool, fn func(hosts []allocator.Host, info func(id string) *Host)) {
+func (x *index) view(loT, hiT time.Time, exclude string, keep func(id string) bool, fn func(hosts []allocator.Host, info func(id string) *Host)) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	info := func(id string) *Host {
@@ -246,6 +262,7 @@ func (x *index) view(lo, hi time.Time, exclude string, keep func(id string) bool
 		}
 		return nil
 	}
+	lo, hi := loT.UnixNano(), hiT.UnixNano()
 	var hosts []allocator.Host
 	if b, ok := hostBufs.Get().(*[]allocator.Host); ok && cap(*b) >= len(x.hosts) {
 		hosts = (*b)[:0]
@@ -256,6 +273,7 @@ func (x *index) view(lo, hi time.Time, exclude string, keep func(id string) bool
 		if keep != nil && !keep(h.ID) {
 			continue
 		}
+		bounds := x.bounds[i]
 		if exclude != "" && slices.Contains(x.resOf[i], exclude) {
 			busy := make([]allocator.Interval, 0, len(h.Busy))
 			for k, r := range x.resOf[i] {
@@ -263,10 +281,10 @@ func (x *index) view(lo, hi time.Time, exclude string, keep func(id string) bool
 					busy = append(busy, h.Busy[k])
 				}
 			}
-			h.Busy = busy
+			h.Busy, bounds = busy, boundsOf(busy)
 		}
 		if x.disjoint[i] {
-			h.Busy = around(h.Busy, lo, hi)
+			h.Busy = around(h.Busy, bounds, lo, hi)
 		}
 		hosts = append(hosts, h)
 	}

@@ -35,7 +35,7 @@ func TestAroundSameDecision(t *testing.T) {
 		req.Max = max(req.Min, rapid.IntRange(1, n).Draw(rt, "max"))
 		trimmed := make([]allocator.Host, n)
 		for i, h := range full {
-			h.Busy = around(h.Busy, win.Start.Add(-cleaning), win.End.Add(cleaning))
+			h.Busy = around(h.Busy, boundsOf(h.Busy), win.Start.Add(-cleaning).UnixNano(), win.End.Add(cleaning).UnixNano())
 			trimmed[i] = h
 		}
 		d1, e1 := allocator.ChooseHosts(nil, full, req)

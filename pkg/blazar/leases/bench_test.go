@@ -41,14 +41,22 @@ func benchSetup(b *testing.B, dialect db.Dialect) *leases.Service {
 		}
 		rows = rows[:0]
 	}
-	for i := range benchAllocs {
-		s := base.Add(time.Duration(r.IntN(365*24)) * time.Hour)
-		rows = append(rows, models.ComputeHostAllocation{
-			ID: uuid.NewString(), ReservationID: fmt.Sprint("bench-", i/2), ComputeHostID: fmt.Sprint(1 + r.IntN(benchHosts)),
-			StartDate: s, EndDate: s.Add(time.Duration(1+r.IntN(48)) * time.Hour), CreatedAt: base,
-		})
-		if len(rows) == cap(rows) {
-			flush()
+	// The bookings the system itself would have made: per host, disjoint
+	// windows of 1-48 h with gaps, spread over 2030.
+	perHost := benchAllocs / benchHosts
+	for h := 1; h <= benchHosts; h++ {
+		at := base.Add(time.Duration(r.IntN(200)) * time.Hour)
+		for k := range perHost {
+			s := at.Add(time.Duration(r.IntN(1500)) * time.Hour / time.Duration(perHost))
+			e := s.Add(time.Duration(1+r.IntN(48)) * time.Hour)
+			rows = append(rows, models.ComputeHostAllocation{
+				ID: uuid.NewString(), ReservationID: fmt.Sprint("bench-", h, "-", k), ComputeHostID: fmt.Sprint(h),
+				StartDate: s, EndDate: e, CreatedAt: base,
+			})
+			at = e
+			if len(rows) == cap(rows) {
+				flush()
+			}
 		}
 	}
 	flush()
