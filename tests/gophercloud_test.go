@@ -150,6 +150,48 @@ func TestGophercloudPlacement(t *testing.T) {
 		t.Errorf("aggregates %+v", aggs)
 	}
 
+	// Reads of what was just written, one inventory changed alone, and a
+	// rename (which does not bump the generation).
+	gt, err := resourceproviders.GetTraits(ctx, c, cn.UUID).Extract()
+	must(t, "get traits", err)
+	if gt.ResourceProviderGeneration != 3 || len(gt.Traits) != 2 {
+		t.Errorf("provider traits %+v", gt)
+	}
+	ga, err := resourceproviders.GetAggregates(ctx, c, cn.UUID).Extract()
+	must(t, "get aggregates", err)
+	if diff := cmp.Diff([]string{"0f8c5a4e-7a5e-4a4f-8d61-1b3c3e0e9a11"}, ga.Aggregates); diff != "" || ga.ResourceProviderGeneration == nil || *ga.ResourceProviderGeneration != 3 {
+		t.Errorf("aggregates %+v (-want +got):\n%s", ga, diff)
+	}
+	gi, err := resourceproviders.GetInventories(ctx, c, cn.UUID).Extract()
+	must(t, "get inventories", err)
+	if gi.ResourceProviderGeneration != 3 || gi.Inventories["MEMORY_MB"].Reserved != 512 || len(gi.Inventories) != 3 {
+		t.Errorf("inventories %+v", gi)
+	}
+	goldInv, err := resourceproviders.UpdateInventory(ctx, c, cn.UUID, "CUSTOM_GOLD", resourceproviders.UpdateInventoryOpts{
+		ResourceProviderGeneration: 3,
+		Inventory:                  resourceproviders.Inventory{Total: 6, MinUnit: 1, MaxUnit: 6, StepSize: 1, AllocationRatio: 1},
+	}).Extract()
+	must(t, "put one inventory", err)
+	if goldInv.ResourceProviderGeneration != 4 || goldInv.Total != 6 {
+		t.Errorf("CUSTOM_GOLD inventory %+v", goldInv)
+	}
+	renamed, err := resourceproviders.Update(ctx, c, cn.UUID, resourceproviders.UpdateOpts{Name: strp("cn1-renamed")}).Extract()
+	must(t, "rename provider", err)
+	if renamed.Name != "cn1-renamed" || renamed.Generation != 4 {
+		t.Errorf("renamed provider %+v", renamed)
+	}
+	cpages, err := resourceclasses.List(c).AllPages(ctx)
+	must(t, "list resource classes", err)
+	classes, err := resourceclasses.ExtractResourceClasses(cpages)
+	must(t, "extract resource classes", err)
+	found := map[string]bool{}
+	for _, rc := range classes {
+		found[rc.Name] = true
+	}
+	if !found["VCPU"] || !found["CUSTOM_GOLD"] {
+		t.Errorf("resource classes lack VCPU or CUSTOM_GOLD: %v", found)
+	}
+
 	// Allocations: a new consumer (generation null) with a type.
 	const vm1, vm2 = "11111111-2222-4333-8444-555555555551", "11111111-2222-4333-8444-555555555552"
 	must(t, "put allocations", allocations.Update(ctx, c, vm1, allocations.UpdateOpts{
@@ -159,7 +201,7 @@ func TestGophercloudPlacement(t *testing.T) {
 	got, err := allocations.Get(ctx, c, vm1).Extract()
 	must(t, "get allocations", err)
 	want := &allocations.Allocations{
-		Allocations:        map[string]allocations.ProviderAllocations{cn.UUID: {Generation: 4, Resources: map[string]int{"VCPU": 2, "MEMORY_MB": 1024}}},
+		Allocations:        map[string]allocations.ProviderAllocations{cn.UUID: {Generation: 5, Resources: map[string]int{"VCPU": 2, "MEMORY_MB": 1024}}},
 		ProjectID:          strp("proj-a"),
 		UserID:             strp("user-a"),
 		ConsumerGeneration: intp(1),
@@ -196,13 +238,13 @@ func TestGophercloudPlacement(t *testing.T) {
 
 	u, err := resourceproviders.GetUsages(ctx, c, cn.UUID).Extract()
 	must(t, "provider usages", err)
-	if diff := cmp.Diff(&resourceproviders.ResourceProviderUsage{ResourceProviderGeneration: 5,
+	if diff := cmp.Diff(&resourceproviders.ResourceProviderUsage{ResourceProviderGeneration: 6,
 		Usages: map[string]int{"VCPU": 14, "MEMORY_MB": 1024, "CUSTOM_GOLD": 2}}, u); diff != "" {
 		t.Errorf("provider usages (-want +got):\n%s", diff)
 	}
 	pa, err := resourceproviders.GetAllocations(ctx, c, cn.UUID).Extract()
 	must(t, "provider allocations", err)
-	if diff := cmp.Diff(&resourceproviders.ResourceProviderAllocations{ResourceProviderGeneration: 5, Allocations: map[string]resourceproviders.Allocation{
+	if diff := cmp.Diff(&resourceproviders.ResourceProviderAllocations{ResourceProviderGeneration: 6, Allocations: map[string]resourceproviders.Allocation{
 		vm1: {Resources: map[string]int{"VCPU": 4, "MEMORY_MB": 1024}},
 		vm2: {Resources: map[string]int{"VCPU": 10, "CUSTOM_GOLD": 2}},
 	}}, pa); diff != "" {
@@ -242,6 +284,11 @@ func TestGophercloudPlacement(t *testing.T) {
 	must(t, "get deleted allocations", err)
 	if len(empty.Allocations) != 0 || empty.ProjectID != nil || empty.ConsumerGeneration != nil {
 		t.Errorf("deleted consumer still shows %+v", empty)
+	}
+	must(t, "delete provider traits", resourceproviders.DeleteTraits(ctx, c, cn.UUID).ExtractErr())
+	must(t, "delete trait", traits.Delete(ctx, c, "CUSTOM_RACK_A").ExtractErr())
+	if err := traits.Get(ctx, c, "CUSTOM_RACK_A").ExtractErr(); !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		t.Errorf("get deleted trait: %v, want 404", err)
 	}
 	must(t, "delete child", resourceproviders.Delete(ctx, c, child.UUID).ExtractErr())
 	must(t, "delete inventories", resourceproviders.DeleteInventories(ctx, c, cn.UUID).ExtractErr())
