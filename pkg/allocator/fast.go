@@ -208,16 +208,41 @@ func (c *Cluster) tryPairsNormal(sc scope, base *Stats, cands []int, inst *Insta
 			peerOf[p] = append(peerOf[p], i)
 		}
 	}
+	// Secondaries whose node values before and after are identical get
+	// identical scores for a given primary (the same operations on the
+	// same inputs): score each such class once per primary.
+	classOf := make([]int32, len(c.Nodes))
+	classIDs := map[[2 * nComp]uint64]int32{}
+	for _, i := range cands {
+		classOf[i] = -1
+		if gen[i].fail != FailNone || c.Nodes[i].Offline {
+			continue
+		}
+		var key [2 * nComp]uint64
+		for k := 0; k < nComp; k++ {
+			key[k] = math.Float64bits(ov[i][k])
+			key[nComp+k] = math.Float64bits(gen[i].nv[k])
+		}
+		id, ok := classIDs[key]
+		if !ok {
+			id = int32(len(classIDs))
+			classIDs[key] = id
+		}
+		classOf[i] = id
+	}
 	results := make([]primaryResult, len(cands))
 	work := func(from, to int) {
 		var buf []lightCand
 		special := make([]bool, len(c.Nodes))
+		ws := &pairScratch{classOf: classOf, score: make([]float64, len(classIDs)), stamp: make([]int32, len(classIDs)),
+			locScore: make([]float64, 4*len(classIDs)), locStamp: make([]int32, 4*len(classIDs))}
 		for k := from; k < to; k++ {
 			p := cands[k]
 			for _, s := range peerOf[p] {
 				special[s] = true
 			}
-			results[k] = c.onePrimary(sc, base, cands, p, inst, opts, checkN1, ov, gen, special, &buf)
+			ws.epoch++
+			results[k] = c.onePrimary(sc, base, cands, p, inst, opts, checkN1, ov, gen, special, ws, &buf)
 			for _, s := range peerOf[p] {
 				special[s] = false
 			}
@@ -258,8 +283,18 @@ type genericSec struct {
 	changed []int8 // components whose node value changes
 }
 
+// pairScratch is a worker's per-primary cache of class scores.
+type pairScratch struct {
+	classOf  []int32
+	score    []float64
+	stamp    []int32
+	locScore []float64 // by class*4 + shared location tags (1..3)
+	locStamp []int32
+	epoch    int32
+}
+
 func (c *Cluster) onePrimary(sc scope, base *Stats, cands []int, p int, inst *Instance, opts *Options, checkN1 bool,
-	ov [][nComp]float64, gen []genericSec, special []bool, buf *[]lightCand) primaryResult {
+	ov [][nComp]float64, gen []genericSec, special []bool, ws *pairScratch, buf *[]lightCand) primaryResult {
 	var res primaryResult
 	pn := &c.Nodes[p]
 	nSec := 0
@@ -296,7 +331,7 @@ func (c *Cluster) onePrimary(sc scope, base *Stats, cands []int, p int, inst *In
 		sn := &c.Nodes[s]
 		ls := 0
 		if len(pn.LocTags) > 0 && len(sn.LocTags) > 0 {
-			ls = countCommon(pn.LocTags, sn.LocTags)
+			ls = countCommonSorted(pn.LocTags, sn.LocTags)
 		}
 		var score float64
 		if !special[s] {
@@ -307,7 +342,22 @@ func (c *Cluster) onePrimary(sc scope, base *Stats, cands []int, p int, inst *In
 			}
 			res.allocs++
 			if ls == 0 {
-				score = pr.scoreChanged(sn, &ov[s], &g.nv, g.changed, extra)
+				if cl := ws.classOf[s]; cl >= 0 {
+					if ws.stamp[cl] != ws.epoch {
+						ws.score[cl] = pr.scoreChanged(sn, &ov[s], &g.nv, g.changed, extra)
+						ws.stamp[cl] = ws.epoch
+					}
+					score = ws.score[cl]
+				} else {
+					score = pr.scoreChanged(sn, &ov[s], &g.nv, g.changed, extra)
+				}
+			} else if cl := ws.classOf[s]; cl >= 0 && ls < 4 {
+				key := int(cl)*4 + ls
+				if ws.locStamp[key] != ws.epoch {
+					ws.locScore[key] = stP.scoreWith(sn, &ov[s], &g.nv, extra, float64(ls))
+					ws.locStamp[key] = ws.epoch
+				}
+				score = ws.locScore[key]
 			} else {
 				score = stP.scoreWith(sn, &ov[s], &g.nv, extra, float64(ls))
 			}
@@ -725,4 +775,23 @@ func (c *Cluster) tryPairsDed(cands []int, inst *Instance, opts *Options) *Solut
 		sol.Best = &pl
 	}
 	return sol
+}
+
+// countCommonSorted counts the strings two sorted, duplicate-free lists
+// share.
+func countCommonSorted(a, b []string) int {
+	n, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			n++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return n
 }
