@@ -41,8 +41,14 @@ func benchCluster(n int, scenario string) *tCluster {
 	if scenario == "drbdloc" {
 		c.ClusterTags = []string{"htools:nlocation:power", "htools:iextags:service"}
 	}
+	r := rand.New(rand.NewPCG(uint64(n), 11))
 	for i := 0; i < n; i++ {
 		nd := tNode{Name: fmt.Sprintf("node%05d", i), Group: "uuid-g", Mem: 256 * gib, Disk: 4 << 20, CPUs: 32, Spindles: 12}
+		if scenario == "drbdvar" {
+			// every node different: no two secondaries score alike
+			nd.Mem = (192 + r.IntN(128)) * gib
+			nd.Disk = (3 << 20) + r.IntN(2<<20)
+		}
 		if scenario == "drbdloc" {
 			nd.Tags = []string{fmt.Sprintf("power:p%d", i%10)}
 		}
@@ -51,6 +57,10 @@ func benchCluster(n int, scenario string) *tCluster {
 	for i := 0; i < n; i++ {
 		in := drbd(fmt.Sprintf("inst%05d", i), c.Nodes[i].Name, c.Nodes[(i+1)%n].Name, 8*gib, 100*gib)
 		in.VCPUs = 2
+		if scenario == "drbdvar" {
+			in.Mem = (4 + r.IntN(12)) * gib
+			in.Disk = (50 + r.IntN(200)) * gib
+		}
 		if scenario == "drbdloc" && i%4 == 0 {
 			in.Tags = []string{fmt.Sprintf("service:s%d", i%7)}
 		}
@@ -79,7 +89,7 @@ var benchCases = []struct {
 	n        int
 }{
 	{"drbd", 100}, {"drbd", 300}, {"drbd", 1000},
-	{"drbdloc", 1000},
+	{"drbdloc", 1000}, {"drbdvar", 1000},
 	{"plain", 100}, {"plain", 1000}, {"plain", 10000},
 	{"dedicated", 1000}, {"dedicated", 10000},
 	{"dedidrbd", 1000},
