@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -20,6 +21,14 @@ import (
 type DB struct {
 	*gorm.DB
 	Dialect Dialect
+
+	// memory is a private in-memory SQLite database (one connection).
+	memory bool
+	// wmu guards w and closed: the SQLite group-commit writer, started
+	// by the first Write.
+	wmu    sync.Mutex
+	w      *groupWriter
+	closed bool
 }
 
 // Open connects to the database at url. It does not migrate.
@@ -70,11 +79,13 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		return nil, fmt.Errorf("connect to database %s: %w", redact(rawURL), err)
 	}
 	slog.DebugContext(ctx, "database open", "dialect", t.Dialect, "url", redact(rawURL))
-	return &DB{DB: g, Dialect: t.Dialect}, nil
+	return &DB{DB: g, Dialect: t.Dialect, memory: t.Dialect == SQLite && t.Path == ":memory:"}, nil
 }
 
-// Close closes the underlying pool.
+// Close stops the group-commit writer (after the writes it holds) and
+// closes the underlying pool.
 func (d *DB) Close() error {
+	d.stopWriter()
 	sqlDB, err := d.DB.DB()
 	if err != nil {
 		return err

@@ -4,7 +4,7 @@
 // not shipped:
 //
 //	go build -o bin/leasehold-pprof ./scripts/pprofserve
-//	bin/leasehold-pprof --pprof-listen 127.0.0.1:6060 [serve flags]
+//	bin/leasehold-pprof [serve] --pprof-listen 127.0.0.1:6060 [serve flags]
 //	go tool pprof -top bin/leasehold-pprof http://127.0.0.1:6060/debug/pprof/profile?seconds=8
 package main
 
@@ -34,6 +34,10 @@ func main() {
 }
 
 func run(args []string) error {
+	// Accept `leasehold serve`'s command line as is.
+	if len(args) > 0 && args[0] == "serve" {
+		args = args[1:]
+	}
 	fs := pflag.NewFlagSet("pprofserve", pflag.ContinueOnError)
 	config.Flags(fs)
 	pprofAddr := fs.String("pprof-listen", "127.0.0.1:6060", "address of the pprof listener")

@@ -1,0 +1,348 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+)
+
+// Write runs fn as one durable write transaction and returns once its
+// outcome is known: nil only after the commit that holds fn's writes has
+// returned (with SQLite's synchronous=FULL and InnoDB's flush at commit,
+// after the fsync). An error from fn undoes exactly fn's writes and is
+// returned as is.
+//
+// On SQLite the write goes through the database's group-commit writer:
+// one goroutine owns a write connection and runs the writes that arrive
+// while it is busy back to back in one transaction, each inside its own
+// SAVEPOINT, then commits them with one COMMIT (one fsync) and answers
+// them all. Every fn sees the effects of the writes before it in the
+// batch, exactly as if they had committed one by one, so generation and
+// capacity checks stay exact. A crash before the COMMIT returns loses
+// only writes nobody has been told about.
+//
+// On MySQL fn runs in its own transaction (opts, e.g. READ COMMITTED, are
+// honoured; SQLite ignores them: its transactions are serializable), run
+// again on a deadlock or lock wait timeout up to WriteAttempts times;
+// InnoDB already group-commits concurrent transactions.
+//
+// fn may be run more than once (a retry after a lock conflict, or alone
+// again after a batch it shared failed as a whole), so it must not have
+// effects outside tx that a second run would repeat. It must do all its
+// reads through tx (a read on another connection does not see the
+// uncommitted batch) and must not call Write itself (that is an error:
+// the writer would wait for itself). The context of fn's tx keeps ctx's
+// values but not its cancellation: once fn has started, it runs to its
+// end, because interrupting a SQLite statement would roll back the whole
+// batch. A write whose ctx ends while it is still queued is not run and
+// returns ctx.Err(). A panic in fn is re-raised in the caller's goroutine.
+func (d *DB) Write(ctx context.Context, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
+	if ctx.Value(inWriteKey{}) != nil {
+		return errNestedWrite
+	}
+	if d.Dialect != SQLite || d.memory {
+		return d.writeTx(ctx, fn, opts...)
+	}
+	w := d.writer()
+	if w == nil {
+		return errClosed
+	}
+	return w.submit(ctx, fn)
+}
+
+// WriteAttempts bounds the runs of a MySQL write that keeps losing lock
+// conflicts; the last conflict is returned (IsLockConflict reports it).
+const WriteAttempts = 5
+
+// maxBatch bounds the writes that share one SQLite commit.
+const maxBatch = 128
+
+var (
+	errNestedWrite = errors.New("db: Write called inside a Write (the writer would wait for itself)")
+	errClosed      = errors.New("db: database is closed")
+)
+
+// inWriteKey marks the context of a running write.
+type inWriteKey struct{}
+
+// IsLockConflict reports a MySQL deadlock (1213) or lock wait timeout
+// (1205), or SQLITE_BUSY/SQLITE_LOCKED left after the busy timeout: the
+// transaction did not happen and may be run again.
+func IsLockConflict(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1213 || me.Number == 1205
+	}
+	var se interface{ Code() int }
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == 5 || c == 6
+	}
+	return false
+}
+
+// writeTx runs fn in a transaction of its own, again on lock conflicts.
+func (d *DB) writeTx(ctx context.Context, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
+	wctx := context.WithValue(ctx, inWriteKey{}, true)
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = d.DB.WithContext(wctx).Transaction(fn, opts...)
+		if err == nil || !IsLockConflict(err) || attempt >= WriteAttempts || ctx.Err() != nil {
+			return err
+		}
+		// A little jitter so the same two writers do not collide again.
+		time.Sleep(time.Duration(attempt) * time.Duration(500+rand.IntN(1000)) * time.Microsecond)
+	}
+}
+
+// PanicError carries a panic raised by a write function on the writer
+// goroutine back to the caller, which re-panics with it.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (p *PanicError) Error() string { return fmt.Sprintf("write panicked: %v\n%s", p.Value, p.Stack) }
+
+// groupWriter is the SQLite group-commit writer of one DB.
+type groupWriter struct {
+	d    *DB
+	mu   sync.Mutex
+	q    []*writeReq
+	wake chan struct{}
+	stop chan struct{}
+	done chan struct{}
+	// conn is the write connection, used by loop only.
+	conn *sql.Conn
+	// batches counts the transactions run (for tests and metrics).
+	batches atomic.Int64
+}
+
+type writeReq struct {
+	ctx context.Context
+	fn  func(tx *gorm.DB) error
+	res chan error
+}
+
+// writer starts the group writer on first use; nil once closed.
+func (d *DB) writer() *groupWriter {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if d.closed {
+		return nil
+	}
+	if d.w == nil {
+		d.w = &groupWriter{d: d, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		go d.w.loop()
+	}
+	return d.w
+}
+
+// stopWriter stops the group writer (after the writes already queued)
+// and keeps new ones out.
+func (d *DB) stopWriter() {
+	d.wmu.Lock()
+	w := d.w
+	d.closed = true
+	d.wmu.Unlock()
+	if w != nil {
+		close(w.stop)
+		<-w.done
+	}
+}
+
+func (w *groupWriter) submit(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	r := &writeReq{ctx: ctx, fn: fn, res: make(chan error, 1)}
+	w.mu.Lock()
+	w.q = append(w.q, r)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	err := <-r.res
+	var pe *PanicError
+	if errors.As(err, &pe) {
+		panic(pe)
+	}
+	return err
+}
+
+// take removes up to maxBatch queued writes.
+func (w *groupWriter) take() []*writeReq {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := min(len(w.q), maxBatch)
+	if n == 0 {
+		return nil
+	}
+	batch := make([]*writeReq, n)
+	copy(batch, w.q)
+	rest := copy(w.q, w.q[n:])
+	clear(w.q[rest:])
+	w.q = w.q[:rest]
+	return batch
+}
+
+// loop owns the write connection: SQLite's page cache belongs to a
+// connection and survives between transactions only while no other
+// connection writes, so one long-lived writer keeps it warm.
+func (w *groupWriter) loop() {
+	defer close(w.done)
+	defer w.dropConn()
+	for {
+		batch := w.take()
+		if batch == nil {
+			select {
+			case <-w.wake:
+				continue
+			case <-w.stop:
+				// Answer what raced with the stop.
+				for b := w.take(); b != nil; b = w.take() {
+					for _, r := range b {
+						r.res <- errClosed
+					}
+				}
+				return
+			}
+		}
+		w.runBatch(batch)
+	}
+}
+
+// getConn returns the writer's connection, taking one from the pool if
+// it has none.
+func (w *groupWriter) getConn() (*sql.Conn, error) {
+	if w.conn != nil {
+		return w.conn, nil
+	}
+	sqlDB, err := w.d.DB.DB()
+	if err != nil {
+		return nil, err
+	}
+	c, err := sqlDB.Conn(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("db: write connection: %w", err)
+	}
+	w.conn = c
+	return c, nil
+}
+
+// dropConn gives the connection back after a failure (a fresh one is
+// taken for the next transaction).
+func (w *groupWriter) dropConn() {
+	if w.conn != nil {
+		_ = w.conn.Close()
+		w.conn = nil
+	}
+}
+
+// runBatch runs batch in one transaction and answers every write.
+func (w *groupWriter) runBatch(batch []*writeReq) {
+	// Writes whose caller has gone while they were queued are not run.
+	live := batch[:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.res <- err
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	conn, err := w.getConn()
+	if err != nil {
+		for _, r := range live {
+			r.res <- err
+		}
+		return
+	}
+	results, err := w.attempt(conn, live)
+	if err == nil {
+		for i, r := range live {
+			r.res <- results[i]
+		}
+		return
+	}
+	w.dropConn()
+	if len(live) == 1 {
+		// Alone, the write's own error says more than what it left behind
+		// (SQLite may have rolled the transaction back under it).
+		if results != nil && results[0] != nil {
+			err = results[0]
+		}
+		live[0].res <- err
+		return
+	}
+	// The batch failed as a whole (nothing of it is committed): run each
+	// write alone so that one cannot fail the others.
+	for _, r := range live {
+		w.runBatch([]*writeReq{r})
+	}
+}
+
+// attempt runs writes in one transaction on conn: each in a savepoint,
+// rolled back to it when the write fails. results[i] is write i's own
+// outcome; err, when not nil, failed the whole transaction (rolled back,
+// nothing committed).
+func (w *groupWriter) attempt(conn *sql.Conn, writes []*writeReq) (results []error, err error) {
+	bg := context.Background()
+	w.batches.Add(1)
+	tx, err := conn.BeginTx(bg, nil)
+	if err != nil {
+		return nil, fmt.Errorf("db: begin write batch: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = tx.Rollback()
+			// A failed COMMIT can leave SQLite's transaction open.
+			_, _ = conn.ExecContext(bg, "ROLLBACK")
+		}
+	}()
+	g := w.d.DB.Session(&gorm.Session{NewDB: true, Context: bg})
+	g.Statement.ConnPool = tx
+	results = make([]error, len(writes))
+	for i, r := range writes {
+		if _, err := tx.ExecContext(bg, "SAVEPOINT lh_write"); err != nil {
+			return results, fmt.Errorf("db: savepoint: %w", err)
+		}
+		ctx := context.WithValue(context.WithoutCancel(r.ctx), inWriteKey{}, true)
+		results[i] = call(g.Session(&gorm.Session{NewDB: true, Context: ctx}), r.fn)
+		if results[i] != nil {
+			if _, err := tx.ExecContext(bg, "ROLLBACK TO lh_write"); err != nil {
+				return results, fmt.Errorf("db: rollback to savepoint: %w", err)
+			}
+		}
+		// RELEASE fails if SQLite ended the transaction under the write
+		// (an I/O error, a full disk): then the batch fails as a whole.
+		if _, err := tx.ExecContext(bg, "RELEASE lh_write"); err != nil {
+			return results, fmt.Errorf("db: release savepoint: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return results, fmt.Errorf("db: commit write batch: %w", err)
+	}
+	committed = true
+	return results, nil
+}
+
+// call runs fn, turning a panic into a *PanicError.
+func call(tx *gorm.DB, fn func(tx *gorm.DB) error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return fn(tx)
+}
