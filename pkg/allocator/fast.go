@@ -122,28 +122,18 @@ func (p *primed) scoreWith(old *Node, ov, nv *[nComp]float64, mapExtra int, locA
 }
 
 // scoreChanged is scoreWith for an update that changes exactly the
-// components listed in changed (ascending), with no location adjustment.
+// components listed in changed, with no location adjustment. The terms
+// are the same numbers as scoreWith's and are summed in the same order.
 func (p *primed) scoreChanged(old *Node, ov, nv *[nComp]float64, changed []int8, mapExtra int) float64 {
 	st := p.st
+	t := p.term
+	t[cLocationExcl] = ComponentWeights[cLocationExcl] * float64(mapExtra)
 	online := !old.Offline
-	total := 0.0
-	ci := 0
-	for k := 0; k < nComp; k++ {
-		if compKind[k] == aggMap {
-			total += ComponentWeights[k] * float64(mapExtra)
-			if ci < len(changed) && int(changed[ci]) == k {
-				ci++
-			}
+	for _, k8 := range changed {
+		k := int(k8)
+		if compOnline[k] != online || compKind[k] == aggMap {
 			continue
 		}
-		if ci >= len(changed) || int(changed[ci]) != k || compOnline[k] != online {
-			if ci < len(changed) && int(changed[ci]) == k {
-				ci++
-			}
-			total += p.term[k]
-			continue
-		}
-		ci++
 		x, y := ov[k], nv[k]
 		var val float64
 		if compKind[k] == aggSum {
@@ -155,7 +145,11 @@ func (p *primed) scoreChanged(old *Node, ov, nv *[nComp]float64, changed []int8,
 			dnnvar := (n*dss - 2*s*ds) - ds*ds
 			val = math.Sqrt(max(0, st.v[k]+dnnvar/(n*n)))
 		}
-		total += ComponentWeights[k] * val
+		t[k] = ComponentWeights[k] * val
+	}
+	total := 0.0
+	for k := 0; k < nComp; k++ {
+		total += t[k]
 	}
 	return total
 }
