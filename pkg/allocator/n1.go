@@ -418,7 +418,6 @@ func (c *Cluster) globalN1(sc scope, pl *Placement) bool {
 	return true
 }
 
-
 func (c *Cluster) hasNonDrbd(i int) bool {
 	for _, idx := range c.Nodes[i].pList {
 		if c.Instances[idx].Template != DTDrbd {
