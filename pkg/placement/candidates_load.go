@@ -15,32 +15,23 @@ import (
 // The allocation-candidates engine works on an in-memory snapshot of all
 // providers. Building it takes a handful of bulk queries; it is cached per
 // database and reused for as long as a cheap change marker (one query of
-// counts, maxima and sums over the placement tables) is unchanged. Every
-// write that matters changes the marker: provider create/delete/rename/
-// re-parent (count, max id, updated_at), inventory and trait changes and
-// allocation writes (provider generations, allocation count/max id/sum),
-// aggregate membership (count and a position-sensitive sum, since PUT
-// aggregates below 1.19 bumps no generation), new or renamed classes and
-// traits. The marker is read on every request, so several processes
-// sharing one database never answer from a stale snapshot.
+// counts, maxima and sums, one scan per table) is unchanged. Every write
+// that matters changes the marker: provider create/delete (count, max
+// id) and re-parent (sum of parent/root ids); inventory and trait changes
+// and allocation writes bump provider generations (and allocations are
+// summed too); aggregate membership has its own position-sensitive sum
+// (PUT aggregates below 1.19 bumps no generation); new, deleted or
+// renamed classes and new traits change counts, max ids or name lengths.
+// The marker is read on every request, so several processes sharing one
+// database never answer from a stale snapshot.
 
-const snapshotMarkerSQL = `SELECT
- (SELECT COUNT(*) FROM resource_providers),
- (SELECT COALESCE(MAX(id), 0) FROM resource_providers),
- (SELECT COALESCE(SUM(generation), 0) FROM resource_providers),
- (SELECT MAX(updated_at) FROM resource_providers),
- (SELECT COUNT(*) FROM inventories),
- (SELECT COUNT(*) FROM resource_provider_aggregates),
- (SELECT COALESCE(SUM(aggregate_id * aggregate_id * 7 + resource_provider_id * resource_provider_id * 13 + aggregate_id * resource_provider_id * 31), 0) FROM resource_provider_aggregates),
- (SELECT COUNT(*) FROM resource_provider_traits),
- (SELECT COUNT(*) FROM allocations),
- (SELECT COALESCE(MAX(id), 0) FROM allocations),
- (SELECT COALESCE(SUM(used), 0) FROM allocations),
- (SELECT COUNT(*) FROM traits),
- (SELECT COALESCE(MAX(id), 0) FROM traits),
- (SELECT COUNT(*) FROM resource_classes),
- (SELECT COALESCE(MAX(id), 0) FROM resource_classes),
- (SELECT MAX(updated_at) FROM resource_classes)`
+const snapshotMarkerSQL = `SELECT COUNT(*), COALESCE(MAX(id), 0), COALESCE(SUM(generation), 0),
+ COALESCE(SUM(root_provider_id * 3 + COALESCE(parent_provider_id, 0) * 7), 0) FROM resource_providers
+UNION ALL SELECT COUNT(*), COALESCE(SUM(aggregate_id * aggregate_id * 7 + resource_provider_id * resource_provider_id * 13 + aggregate_id * resource_provider_id * 31), 0), 0, 0
+ FROM resource_provider_aggregates
+UNION ALL SELECT COUNT(*), COALESCE(MAX(id), 0), COALESCE(SUM(used), 0), COALESCE(SUM(resource_provider_id * 3 + resource_class_id * 7), 0) FROM allocations
+UNION ALL SELECT COUNT(*), COALESCE(MAX(id), 0), 0, 0 FROM traits
+UNION ALL SELECT COUNT(*), COALESCE(MAX(id), 0), MAX(updated_at), COALESCE(SUM(LENGTH(name)), 0) FROM resource_classes`
 
 type snapshotCache struct {
 	mu     sync.Mutex // serialises rebuilds
@@ -62,21 +53,25 @@ func readMarker(tx *gorm.DB) (string, error) {
 		return "", err
 	}
 	defer rows.Close()
-	vals := make([]sql.NullString, 16)
+	vals := make([]sql.NullString, 4)
 	ptrs := make([]any, len(vals))
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}
-	if !rows.Next() {
-		return "", fmt.Errorf("snapshot marker: no row")
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return "", err
-	}
 	var m []byte
-	for _, v := range vals {
-		m = append(m, v.String...)
-		m = append(m, '|')
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return "", err
+		}
+		for _, v := range vals {
+			m = append(m, v.String...)
+			m = append(m, '|')
+		}
+		n++
+	}
+	if n != 5 {
+		return "", fmt.Errorf("snapshot marker: %d rows", n)
 	}
 	return string(m), rows.Err()
 }

@@ -124,7 +124,9 @@ func BenchmarkNested1000Limit5(b *testing.B) {
 
 // 8 children with one unit each, 8 groups: 8! = 40320 candidates of 8^8
 // combinations.
-func BenchmarkWide8x8(b *testing.B) { benchFind(b, wideSnapshot(8), func() *Request { return wideRequest(8, 0) }, 40320) }
+func BenchmarkWide8x8(b *testing.B) {
+	benchFind(b, wideSnapshot(8), func() *Request { return wideRequest(8, 0) }, 40320)
+}
 
 func BenchmarkWide8x8Limit5(b *testing.B) {
 	benchFind(b, wideSnapshot(8), func() *Request { return wideRequest(8, 5) }, 5)

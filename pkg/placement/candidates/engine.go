@@ -34,7 +34,15 @@ type groupPlan struct {
 	inAggs    map[int32]bool // nil: no member_of
 	badAggs   []int32
 	treeRoot  int32
-	byAnchor  map[int32][]option
+	byAnchor  [][]option // by anchor provider index
+	anchors   []int32    // anchors having options, in insertion order
+}
+
+func (gp *groupPlan) add(a int32, o option) {
+	if len(gp.byAnchor[a]) == 0 {
+		gp.anchors = append(gp.anchors, a)
+	}
+	gp.byAnchor[a] = append(gp.byAnchor[a], o)
 }
 
 // Find computes the allocation candidates of req.
@@ -49,7 +57,7 @@ func (s *Snapshot) Find(ctx context.Context, req *Request) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if gp == nil || len(gp.byAnchor) == 0 {
+		if gp == nil || len(gp.anchors) == 0 {
 			return &Result{}, nil
 		}
 		plans = append(plans, gp)
@@ -77,8 +85,17 @@ func (s *Snapshot) Find(ctx context.Context, req *Request) (*Result, error) {
 		out = out[:req.Limit]
 	}
 	res.Requests = make([]AllocationRequest, len(out))
+	nAllocs, nMaps := 0, 0
+	for _, r := range out {
+		nAllocs += len(r.allocs)
+		for _, o := range r.chosen {
+			nMaps += len(o.provs)
+		}
+	}
+	allocBuf := make([]Allocation, 0, nAllocs)
+	mapBuf := make([]string, 0, nMaps)
 	for i, r := range out {
-		res.Requests[i] = s.render(r, plans)
+		res.Requests[i], allocBuf, mapBuf = s.render(r, plans, allocBuf, mapBuf)
 	}
 	res.Summaries = s.summaries(out, req.NestedAware)
 	return res, nil
@@ -134,7 +151,7 @@ func (s *Snapshot) anchorFilter(req *Request) (func(int32) bool, bool, error) {
 // in_tree, capacity) and computes its options. A nil plan means the
 // group, hence the whole request, has no candidate.
 func (s *Snapshot) planGroup(g *Group, anchorOK func(int32) bool) (*groupPlan, error) {
-	gp := &groupPlan{g: g, treeRoot: -1, byAnchor: map[int32][]option{}}
+	gp := &groupPlan{g: g, treeRoot: -1}
 	for _, r := range g.Resources {
 		c, ok := s.classIdx[r.Class]
 		if !ok {
@@ -190,6 +207,7 @@ func (s *Snapshot) planGroup(g *Group, anchorOK func(int32) bool) (*groupPlan, e
 		}
 		gp.treeRoot = s.provs[p].root
 	}
+	gp.byAnchor = make([][]option, len(s.provs))
 	capable := make([][]int32, len(gp.res))
 	for i, r := range gp.res {
 		for _, p := range s.byClass[r.c] {
@@ -267,14 +285,14 @@ next:
 		provs := []int32{p}
 		root := s.provs[p].root
 		if anchorOK(root) {
-			gp.byAnchor[root] = append(gp.byAnchor[root], option{anchor: root, allocs: allocs, provs: provs})
+			gp.add(root, option{anchor: root, allocs: allocs, provs: provs})
 		}
 		if s.provs[p].isShared {
 			for _, a := range s.provs[p].anchors {
 				if a == root || !anchorOK(a) {
 					continue
 				}
-				gp.byAnchor[a] = append(gp.byAnchor[a], option{anchor: a, allocs: allocs, provs: provs})
+				gp.add(a, option{anchor: a, allocs: allocs, provs: provs})
 			}
 		}
 	}
@@ -362,7 +380,7 @@ func (s *Snapshot) multiProvider(gp *groupPlan, capable [][]int32, anchorOK func
 		}
 		for {
 			if opt, ok := s.combine(gp, order, lists, idx, a); ok {
-				gp.byAnchor[a] = append(gp.byAnchor[a], opt)
+				gp.add(a, opt)
 			}
 			k := len(idx) - 1
 			for ; k >= 0; k-- {
@@ -480,7 +498,7 @@ func newMerger(s *Snapshot, req *Request, plans []*groupPlan) *merger {
 func (m *merger) run(ctx context.Context) error {
 	// Anchors every group can use, in provider id order.
 	var anchors []int32
-	for a := range m.plans[0].byAnchor {
+	for _, a := range m.plans[0].anchors {
 		ok := true
 		for _, gp := range m.plans[1:] {
 			if len(gp.byAnchor[a]) == 0 {
@@ -665,6 +683,30 @@ func (m *merger) emit() {
 		}
 		return s.classIDs[allocs[i].c] < s.classIDs[allocs[j].c]
 	})
+	// Only a candidate made entirely of sharing providers can be reached
+	// from several anchors; any other is new by construction.
+	allShared := true
+	for _, o := range m.chosen {
+		for _, p := range o.provs {
+			if !s.provs[p].isShared {
+				allShared = false
+			}
+		}
+	}
+	if allShared && m.seenBefore(allocs) {
+		return
+	}
+	m.out = append(m.out, merged{allocs: allocs, chosen: append([]*option(nil), m.chosen...)})
+	if m.max > 0 && len(m.out) >= m.max {
+		m.stop, m.capped = true, true
+	}
+	if m.limit > 0 && len(m.out) >= m.limit {
+		m.stop = true
+	}
+}
+
+// seenBefore records the candidate's key and reports a duplicate.
+func (m *merger) seenBefore(allocs []palloc) bool {
 	k := m.key[:0]
 	for _, a := range allocs {
 		k = binary.AppendVarint(k, int64(a.p))
@@ -680,32 +722,30 @@ func (m *merger) emit() {
 	}
 	m.key = k
 	if _, dup := m.seen[string(k)]; dup {
-		return
+		return true
 	}
 	m.seen[string(k)] = struct{}{}
-	m.out = append(m.out, merged{allocs: allocs, chosen: append([]*option(nil), m.chosen...)})
-	if m.max > 0 && len(m.out) >= m.max {
-		m.stop, m.capped = true, true
-	}
-	if m.limit > 0 && len(m.out) >= m.limit {
-		m.stop = true
-	}
+	return false
 }
 
-func (s *Snapshot) render(r merged, plans []*groupPlan) AllocationRequest {
-	ar := AllocationRequest{Allocations: make([]Allocation, len(r.allocs)), Mappings: map[string][]string{}}
-	for i, a := range r.allocs {
-		ar.Allocations[i] = Allocation{Provider: s.provs[a.p].uuid, Class: s.classes[a.c], Amount: a.amount}
+// render converts a candidate, carving its slices out of the shared
+// buffers (one allocation for all candidates instead of several each).
+func (s *Snapshot) render(r merged, plans []*groupPlan, allocBuf []Allocation, mapBuf []string) (AllocationRequest, []Allocation, []string) {
+	start := len(allocBuf)
+	for _, a := range r.allocs {
+		allocBuf = append(allocBuf, Allocation{Provider: s.provs[a.p].uuid, Class: s.classes[a.c], Amount: a.amount})
 	}
+	ar := AllocationRequest{Allocations: allocBuf[start:len(allocBuf):len(allocBuf)], Mappings: make(map[string][]string, len(r.chosen))}
 	for i, o := range r.chosen {
-		l := make([]string, len(o.provs))
-		for j, p := range o.provs {
-			l[j] = s.provs[p].uuid
+		ms := len(mapBuf)
+		for _, p := range o.provs {
+			mapBuf = append(mapBuf, s.provs[p].uuid)
 		}
+		l := mapBuf[ms:len(mapBuf):len(mapBuf)]
 		sort.Strings(l)
 		ar.Mappings[plans[i].g.Suffix] = l
 	}
-	return ar
+	return ar, allocBuf, mapBuf
 }
 
 // summaries describes every provider of the trees the candidates use
@@ -737,9 +777,18 @@ func (s *Snapshot) summaries(out []merged, nestedAware bool) []Summary {
 		sort.Slice(provs, func(i, j int) bool { return s.provs[provs[i]].id < s.provs[provs[j]].id })
 	}
 	sums := make([]Summary, len(provs))
+	nRes, nTraits := 0, 0
+	for _, pi := range provs {
+		nRes += len(s.provs[pi].inv)
+		nTraits += len(s.provs[pi].traits)
+	}
+	resBuf := make([]SummaryResource, nRes)
+	traitBuf := make([]string, nTraits)
 	for i, pi := range provs {
 		p := &s.provs[pi]
-		sm := Summary{UUID: p.uuid, RootUUID: s.provs[p.root].uuid, Resources: make([]SummaryResource, len(p.inv)), Traits: make([]string, len(p.traits))}
+		sm := Summary{UUID: p.uuid, RootUUID: s.provs[p.root].uuid,
+			Resources: resBuf[:len(p.inv):len(p.inv)], Traits: traitBuf[:len(p.traits):len(p.traits)]}
+		resBuf, traitBuf = resBuf[len(p.inv):], traitBuf[len(p.traits):]
 		if p.parent >= 0 {
 			sm.ParentUUID = s.provs[p.parent].uuid
 		}
