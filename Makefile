@@ -12,7 +12,7 @@ LISTEN           ?= 127.0.0.1:1234
 PLACEMENT_LISTEN ?= 127.0.0.1:8778
 DATABASE         ?= sqlite:///leasehold.db
 
-.PHONY: help build run test bench bench-api lint conformance conformance-mysql fmt clean mariadb-start mariadb-stop deps
+.PHONY: help build run test bench bench-api bench-placement lint conformance conformance-mysql fmt clean mariadb-start mariadb-stop deps
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -31,6 +31,9 @@ bench: ## Go benchmarks, saved in bench-results/ (compared with benchstat when i
 
 bench-api: build ## HTTP load test with wrk on SQLite and MariaDB (GET provider, PUT allocations)
 	@scripts/bench-api.sh
+
+bench-placement: ## GET /allocation_candidates under load (perfload flat/nested/wide) vs the real Placement 8.0.0, p50/p99/q/s and ratios
+	@scripts/bench-placement.sh
 
 lint: ## gofmt, go vet, staticcheck (when installed)
 	@out="$$(gofmt -l .)"; \
