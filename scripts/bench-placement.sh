@@ -87,12 +87,12 @@ for ds in $DATASETS; do
   lp=$(free_port)
   start_leasehold "$lp" "$WORK/lh-$ds.db"
   targets=(-target "leasehold=http://127.0.0.1:$lp")
-  loads=("$WORK/benchplacement" load -url "http://127.0.0.1:$lp" -dataset "$ds" -n "$n")
+  loads=("$WORK/benchplacement" load -url "http://127.0.0.1:$lp" -dataset "$ds" -n "$n" -workers 2)
   "${loads[@]}" 2>&1 | tee -a "$OUT/results.txt"
   if [ "$UPSTREAM" = 1 ]; then
     up=$(free_port)
     start_upstream "$up" "$WORK/up-$ds.sqlite"
-    "$WORK/benchplacement" load -url "http://127.0.0.1:$up" -dataset "$ds" -n "$n" 2>&1 | tee -a "$OUT/results.txt"
+    "$WORK/benchplacement" load -url "http://127.0.0.1:$up" -dataset "$ds" -n "$n" -workers 2 2>&1 | tee -a "$OUT/results.txt"
     targets+=(-target "upstream=http://127.0.0.1:$up")
   fi
   extra=()
