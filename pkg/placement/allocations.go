@@ -4,14 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/pkg/db"
@@ -105,16 +102,18 @@ func (s *Service) WriteAllocations(ctx context.Context, ws []ConsumerWrite, mult
 }
 
 // writePlan is the reading half of a write: it checks the request inside
-// tx and returns the writing half, or the request's error.
+// tx and returns the writing half, or the request's error (then nothing
+// was written).
 type writePlan func(tx *gorm.DB) (apply func(tx *gorm.DB) error, err error)
 
-// runWrite runs plan and its writes in one transaction. On SQLite, which
-// has a single writer anyway, requests go through the process's write
-// batcher (group commit); elsewhere each runs in its own transaction.
+// runWrite runs plan and its writes as one db.Write: on SQLite in the
+// database's group-commit writer (the write shares a transaction and one
+// fsync with the writes queued beside it, sees their effects, and is
+// undone alone if it fails), on MySQL in a READ COMMITTED transaction of
+// its own: correctness comes from the optimistic generation updates, and
+// that level takes no gap locks, which would make concurrent allocation
+// writes of unrelated consumers deadlock.
 func (s *Service) runWrite(ctx context.Context, plan writePlan) error {
-	if s.db.Dialect == db.SQLite {
-		return batcherFor(s.db).submit(s, plan)
-	}
 	return s.writeTx(ctx, func(tx *gorm.DB) error {
 		apply, err := plan(tx)
 		if err != nil {
@@ -122,149 +121,6 @@ func (s *Service) runWrite(ctx context.Context, plan writePlan) error {
 		}
 		return apply(tx)
 	})
-}
-
-// writeBatcher is group commit for SQLite allocation writes. SQLite runs
-// one write transaction at a time and makes each commit durable with an
-// fsync; left alone, concurrent writers poll the lock with sleeps (and
-// can starve past the busy timeout) and each pays a full fsync. The
-// batcher queues the writes of this process and runs them back to back
-// in one transaction: each request still reads, checks and writes inside
-// that transaction, seeing every earlier request's effects, and a request
-// whose checks fail writes nothing. One commit then makes the whole batch
-// durable; only then does any request get its answer. If a write fails
-// after it started writing (a database error), the batch is rolled back
-// and its requests are run again one transaction each.
-type writeBatcher struct {
-	mu      sync.Mutex
-	queue   []*batchReq
-	running bool
-}
-
-type batchReq struct {
-	plan writePlan
-	done chan error
-}
-
-// maxBatch bounds how many writes share one commit.
-const maxBatch = 64
-
-var writeBatchers sync.Map // *db.DB → *writeBatcher
-
-func batcherFor(d *db.DB) *writeBatcher {
-	if b, ok := writeBatchers.Load(d); ok {
-		return b.(*writeBatcher)
-	}
-	b, _ := writeBatchers.LoadOrStore(d, &writeBatcher{})
-	return b.(*writeBatcher)
-}
-
-// submit queues plan and waits for its outcome (after the commit). The
-// request's context is not used past this point: once queued, a write
-// is carried out whether or not its client is still waiting.
-func (b *writeBatcher) submit(s *Service, plan writePlan) error {
-	r := &batchReq{plan: plan, done: make(chan error, 1)}
-	b.mu.Lock()
-	b.queue = append(b.queue, r)
-	start := !b.running
-	b.running = true
-	b.mu.Unlock()
-	if start {
-		go b.run(s)
-	}
-	return <-r.done
-}
-
-// run drains the queue, one batch at a time, then exits.
-//
-// While it runs it keeps one connection: SQLite's page cache belongs to a
-// connection and is dropped when another connection has written, so a
-// writer that hops between pooled connections re-reads (and, with the
-// pure-Go SQLite, re-allocates) its pages on every transaction.
-func (b *writeBatcher) run(s *Service) {
-	err := s.db.WithContext(context.Background()).Connection(func(conn *gorm.DB) error {
-		for {
-			batch := b.next()
-			if batch == nil {
-				return nil
-			}
-			s.runBatch(conn, batch)
-		}
-	})
-	if err != nil {
-		// No connection to be had: fail what is queued; the next
-		// submit starts a new run.
-		for batch := b.next(); batch != nil; batch = b.next() {
-			for _, r := range batch {
-				r.done <- err
-			}
-		}
-	}
-}
-
-// next takes up to maxBatch queued requests, or marks the batcher idle
-// and returns nil when there are none.
-func (b *writeBatcher) next() []*batchReq {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n := min(len(b.queue), maxBatch)
-	if n == 0 {
-		b.running = false
-		b.queue = nil
-		return nil
-	}
-	batch := make([]*batchReq, n)
-	copy(batch, b.queue)
-	b.queue = append(b.queue[:0:0], b.queue[n:]...)
-	return batch
-}
-
-// errBatchApply aborts a batch whose write half failed.
-type errBatchApply struct{ err error }
-
-func (e *errBatchApply) Error() string { return e.err.Error() }
-
-// runBatch runs batch in one transaction on conn.
-func (s *Service) runBatch(conn *gorm.DB, batch []*batchReq) {
-	results := make([]error, len(batch))
-	err := func() (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("allocation write panicked: %v", p)
-			}
-		}()
-		return conn.Transaction(func(tx *gorm.DB) error {
-			for i, r := range batch {
-				apply, err := r.plan(tx)
-				if err != nil {
-					results[i] = err
-					continue
-				}
-				if err := apply(tx); err != nil {
-					return &errBatchApply{err}
-				}
-			}
-			return nil
-		})
-	}()
-	if err == nil {
-		for i, r := range batch {
-			r.done <- results[i]
-		}
-		return
-	}
-	if len(batch) == 1 {
-		var ae *errBatchApply
-		if errors.As(err, &ae) {
-			err = ae.err
-		}
-		batch[0].done <- err
-		return
-	}
-	// Run each alone so that one failing write cannot fail the others.
-	for _, r := range batch {
-		s.runBatch(conn, []*batchReq{r})
-	}
 }
 
 // checkWrites rejects input the HTTP schema should already have refused,
@@ -299,34 +155,19 @@ func checkWrites(ws []ConsumerWrite) error {
 	return nil
 }
 
-// writeTx runs fn in a write transaction. On MySQL it uses READ
-// COMMITTED: correctness comes from the optimistic generation updates,
-// and this level takes no gap locks, which would make concurrent
-// allocation writes of unrelated consumers deadlock.
+// writeTx runs fn as one durable write (db.Write), READ COMMITTED on
+// MySQL (see runWrite).
 func (s *Service) writeTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	if s.db.Dialect == db.MySQL {
-		return s.db.WithContext(ctx).Transaction(fn, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		return s.db.Write(ctx, fn, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	}
-	return s.db.WithContext(ctx).Transaction(fn)
+	return s.db.Write(ctx, fn)
 }
 
-// isLockConflict reports a MySQL deadlock or lock wait timeout, or a
-// SQLite database still locked after the busy timeout: the transaction
-// did not happen and can be run again.
-func isLockConflict(err error) bool {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number == 1213 || me.Number == 1205
-	}
-	// SQLite: SQLITE_BUSY (5) or SQLITE_LOCKED (6), extended codes too,
-	// when another process held the database past the busy timeout.
-	var se interface{ Code() int }
-	if errors.As(err, &se) {
-		c := se.Code() & 0xff
-		return c == 5 || c == 6
-	}
-	return false
-}
+// isLockConflict reports a transaction lost to a lock conflict (MySQL
+// deadlock or lock wait timeout, SQLite still busy): it did not happen
+// and can be run again.
+func isLockConflict(err error) bool { return db.IsLockConflict(err) }
 
 // allocProviderRow is a resource provider as the write path needs it.
 type allocProviderRow struct {

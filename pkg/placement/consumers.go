@@ -105,9 +105,9 @@ func typeCacheFor(d *db.DB) *consumerTypeCache {
 }
 
 // consumerTypeID returns the id of the consumer type name, creating the
-// type if needed. Creation happens in its own short transaction (as
-// upstream does), so concurrent writers of a new type all see it and an
-// allocation write that later fails leaves only a harmless unused name.
+// type if needed. Creation is a write of its own (as upstream does), so
+// concurrent writers of a new type all see it and an allocation write
+// that later fails leaves only a harmless unused name.
 func (s *Service) consumerTypeID(ctx context.Context, name string) (int64, error) {
 	cache := typeCacheFor(s.db)
 	cache.mu.RLock()
@@ -134,7 +134,10 @@ func (s *Service) consumerTypeID(ctx context.Context, name string) (int64, error
 	if !ok {
 		t := now()
 		ct := models.ConsumerType{Name: name, CreatedAt: t, UpdatedAt: t}
-		if err := c.Clauses(clause.OnConflict{DoNothing: true}).Create(&ct).Error; err != nil {
+		err := s.db.Write(ctx, func(tx *gorm.DB) error {
+			return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&ct).Error
+		})
+		if err != nil {
 			return 0, fmt.Errorf("create consumer type %s: %w", name, err)
 		}
 		id, ok, err = lookup()
