@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -275,4 +276,60 @@ type runFunc func(ctx context.Context, ev models.Event, claimant string) error
 
 func (f runFunc) RunEvent(ctx context.Context, ev models.Event, claimant string) error {
 	return f(ctx, ev, claimant)
+}
+
+// TestHostActionsAndPrivacy: start, before_end (snapshot) and end call the
+// compute actions with the hosts' names; deleting an active lease runs the
+// end actions; a non-admin may not reserve by a private property.
+func TestHostActionsAndPrivacy(t *testing.T) {
+	d := dbtest.Open(t)
+	clock := leasestest.NewClock(t0)
+	hosts := leasestest.NewHosts(2, func(i int) map[string]string {
+		return map[string]string{"service_name": fmt.Sprint("node-", i), "secret": "x"}
+	})
+	hosts.Private = map[string]bool{"secret": true}
+	acts := &leasestest.Actions{}
+	svc, _ := leasestest.New(d, hosts, clock, leasestest.Options{Actions: acts, MinutesBeforeEndLease: 30, DefaultBeforeEnd: "snapshot"})
+	m := events.New(d, svc, events.Config{}, clock.Now)
+	ctx := context.Background()
+	_, err := svc.Create(ctx, owner, leases.CreateRequest{Name: "p", StartDate: "now", EndDate: "2030-01-01 12:00",
+		Reservations: []map[string]any{leasestest.HostReservation(1, 1, "", `["==", "$secret", "x"]`)}})
+	if err == nil || !strings.Contains(err.Error(), "Property secret is private") {
+		t.Fatalf("private property by a member: %v", err)
+	}
+	if _, err := svc.Create(ctx, leases.Caller{UserID: "admin", ProjectID: "admin", Admin: true}, leases.CreateRequest{Name: "adm", StartDate: "2030-02-01 12:00", EndDate: "2030-02-01 13:00",
+		Reservations: []map[string]any{leasestest.HostReservation(1, 1, "", `["==", "$secret", "x"]`)}}); err != nil {
+		t.Fatalf("private property by an admin: %v", err)
+	}
+	a := create(t, svc, "a", "now", "2030-01-01 12:00", 1)
+	b := create(t, svc, "b", "now", "2030-01-01 12:00", 1)
+	if _, err := m.RunDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock.Set(time.Date(2030, 1, 1, 11, 30, 0, 0, time.UTC))
+	if _, err := m.RunDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Delete(ctx, owner, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	clock.Set(time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC))
+	if _, err := m.RunDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = a
+	got := acts.Log()
+	// a and b each got one of the two nodes; which one is the allocator's
+	// choice, so compare with the names normalised.
+	var norm []string
+	for _, c := range got {
+		norm = append(norm, strings.NewReplacer("node-1", "node-N", "node-2", "node-N").Replace(c))
+	}
+	want := []string{"start p1 [node-N]", "start p1 [node-N]", "snapshot [node-N]", "snapshot [node-N]", "end [node-N]", "end [node-N]"}
+	if diff := cmp.Diff(want, norm); diff != "" {
+		t.Errorf("actions (-want +got): %s\n%v", diff, got)
+	}
+	if got[0][len(got[0])-7:] == got[1][len(got[1])-7:] {
+		t.Errorf("both leases started on the same host: %v", got)
+	}
 }

@@ -43,10 +43,58 @@ func (c *Clock) Set(t time.Time) {
 func (c *Clock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
 
 // Hosts is a fake host source: hosts "1".."N" named compute-<i> with
-// fields and capabilities given per host.
+// fields and capabilities given per host. Private names the private
+// properties (property privacy).
 type Hosts struct {
+	mu      sync.Mutex
+	hosts   []hostplugin.Host
+	Private map[string]bool
+}
+
+// PrivateProperties implements hostplugin.PrivacySource.
+func (h *Hosts) PrivateProperties(context.Context) (map[string]bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]bool{}
+	for k, v := range h.Private {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// Actions records the compute actions of the host plugin.
+type Actions struct {
 	mu    sync.Mutex
-	hosts []hostplugin.Host
+	Calls []string
+}
+
+func (a *Actions) record(s string) error {
+	a.mu.Lock()
+	a.Calls = append(a.Calls, s)
+	a.mu.Unlock()
+	return nil
+}
+
+// Start implements hostplugin.Actions.
+func (a *Actions) Start(_ context.Context, res, project string, hosts []string) error {
+	return a.record(fmt.Sprintf("start %s %v", project, hosts))
+}
+
+// End implements hostplugin.Actions.
+func (a *Actions) End(_ context.Context, res string, hosts []string) error {
+	return a.record(fmt.Sprintf("end %v", hosts))
+}
+
+// Snapshot implements hostplugin.Actions.
+func (a *Actions) Snapshot(_ context.Context, res string, hosts []string) error {
+	return a.record(fmt.Sprintf("snapshot %v", hosts))
+}
+
+// Log returns the calls so far.
+func (a *Actions) Log() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.Calls...)
 }
 
 // NewHosts returns n hosts; caps(i) gives host i's values (may be nil).
@@ -93,12 +141,14 @@ type Options struct {
 	MinutesBeforeEndLease int
 	Filters               []leases.Filter
 	FIPs                  *FIPs
+	Actions               hostplugin.Actions
+	DefaultBeforeEnd      string
 }
 
 // New returns a lease service with the host plugin (and the floating-IP
 // plugin when o.FIPs is set) on d.
 func New(d *db.DB, hosts hostplugin.Source, clock *Clock, o Options) (*leases.Service, *hostplugin.Plugin) {
-	hp := hostplugin.New(hosts, d.DB, nil, hostplugin.Config{Cleaning: o.Cleaning}, clock.Now)
+	hp := hostplugin.New(hosts, d.DB, o.Actions, hostplugin.Config{Cleaning: o.Cleaning, DefaultBeforeEnd: o.DefaultBeforeEnd}, clock.Now)
 	ps := []plugins.Plugin{hp}
 	if o.FIPs != nil {
 		ps = append(ps, floatingip.New(o.FIPs))
