@@ -24,7 +24,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
@@ -70,10 +69,6 @@ type Service struct {
 	now     func() time.Time
 	// notify is called after a commit that created or moved events.
 	notify func()
-	// writeMu serialises this process's SQLite write transactions in Go:
-	// SQLite allows one writer anyway, and writers queued here do not spin
-	// in SQLite's busy handler (which sleeps in growing steps).
-	writeMu sync.Mutex
 }
 
 // New returns the service. now is the clock (time.Now in production).
@@ -104,8 +99,9 @@ func (s *Service) Now() time.Time { return s.now() }
 // DB is the database.
 func (s *Service) DB() *db.DB { return s.db }
 
-// tx runs fn in a write transaction, retrying on plugins.ErrRetry and
-// MySQL deadlocks/lock wait timeouts.
+// tx runs fn in a write transaction (db.Write), after refreshing the
+// plugins' views, retrying on plugins.ErrRetry, plugins.ErrStale (once,
+// after a forced refresh) and MySQL deadlocks/lock wait timeouts.
 func (s *Service) tx(ctx context.Context, fn func(tx *plugins.Tx) error) error {
 	var opts *sql.TxOptions
 	if s.db.Dialect == db.MySQL {
@@ -121,18 +117,16 @@ func (s *Service) tx(ctx context.Context, fn func(tx *plugins.Tx) error) error {
 				}
 			}
 		}
+		// db.Write: on SQLite the shared group-commit writer (fn runs in a
+		// savepoint of a batch committed with one fsync; it may run again
+		// alone if the batch fails, so only the last run's tx counts), on
+		// MySQL a transaction of its own.
 		var ptx *plugins.Tx
-		if s.db.Dialect == db.SQLite {
-			s.writeMu.Lock()
-		}
-		err = s.db.WithContext(ctx).Transaction(func(g *gorm.DB) error {
+		err = s.db.Write(ctx, func(g *gorm.DB) error {
 			ptx = plugins.NewTx(g, s.db.Dialect, s.now())
 			ptx.Fresh = fresh
 			return fn(ptx)
 		}, opts)
-		if s.db.Dialect == db.SQLite {
-			s.writeMu.Unlock()
-		}
 		if err == nil {
 			ptx.Committed()
 			return nil
