@@ -53,19 +53,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 		return dbSync(args[2:], stderr)
 	case "iallocator":
-		if len(args) != 2 {
-			return errors.New("usage: leasehold iallocator FILE|-")
+		if code := iallocatorCmd(args[1:], stdin, stdout, stderr); code != 0 {
+			os.Exit(code)
 		}
-		in := stdin
-		if args[1] != "-" {
-			f, err := os.Open(args[1])
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			in = f
-		}
-		return runIAllocator(in, stdout)
+		return nil
 	case "version", "--version":
 		fmt.Fprintln(stdout, "leasehold", server.Version)
 		return nil
@@ -101,6 +92,7 @@ func serve(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer logging.Flush()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	slog.Info("starting leasehold", "version", server.Version, "database", db.Redact(cfg.Database), "auth", cfg.Auth)
