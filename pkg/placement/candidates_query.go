@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"errors"
+	"math"
 	"strconv"
 	"strings"
 
@@ -81,6 +83,10 @@ func ParseCandidatesQuery(raw string, mv microversion.Version) (*candidates.Requ
 	// lib.RequestWideParams.from_request
 	if v, ok := q.First("limit"); ok {
 		n, err := strconv.Atoi(v)
+		if errors.Is(err, strconv.ErrRange) && len(v) > 0 && v[0] != '-' {
+			// Python's int() has no range: such a limit limits nothing.
+			n, err = math.MaxInt, nil
+		}
 		if err != nil || n < 1 {
 			// The schema only guarantees the last value; upstream int()s
 			// the first one and fails with a 500 when it is not a number.

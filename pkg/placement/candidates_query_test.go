@@ -76,6 +76,13 @@ func TestParseCandidatesQuery(t *testing.T) {
 	}
 }
 
+func TestParseCandidatesQueryHugeLimit(t *testing.T) {
+	req, err := ParseCandidatesQuery("resources=VCPU:1&limit=99999999999999999999999", mvv(16))
+	if err != nil || req.Limit < 1<<40 {
+		t.Fatalf("got %v %+v", err, req)
+	}
+}
+
 // FuzzParseCandidatesQuery: any query string at any version either parses
 // or fails with a 400 *Error; never a panic or another error.
 func FuzzParseCandidatesQuery(f *testing.F) {
