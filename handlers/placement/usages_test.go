@@ -2,11 +2,14 @@ package placement
 
 import (
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/leasehold/leasehold/pkg/db/dbtest"
 )
 
 func TestQueryPairs(t *testing.T) {
@@ -97,4 +100,81 @@ func FuzzAmountDecode(f *testing.F) {
 			t.Fatalf("%q decoded as %d, want %v", in, a, f64)
 		}
 	})
+}
+
+// TestAllocationAndUsageShapes checks the per-microversion response
+// shapes of GET /allocations/{c}, GET /resource_providers/{u}/allocations
+// and GET /usages, and the error statuses of bad writes, through the API.
+func TestAllocationAndUsageShapes(t *testing.T) {
+	srv, svc := allocServer(t, dbtest.Open(t))
+	rp := seedProvider(t, svc, "shapes", 10)
+	const c = "5eed0000-0000-4000-8000-000000000001"
+	put := func(mv string, body map[string]any) apiResult {
+		t.Helper()
+		res, err := call(srv.Client(), "PUT", srv.URL+"/allocations/"+c, mv, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := put("1.38", map[string]any{"allocations": map[string]any{rp: map[string]any{"resources": map[string]int{"VCPU": 3}}},
+		"project_id": "p", "user_id": "u", "consumer_generation": nil, "consumer_type": "INSTANCE"}); res.status != http.StatusNoContent {
+		t.Fatalf("PUT: %d %s", res.status, res.body)
+	}
+	alloc := map[string]any{rp: map[string]any{"generation": float64(1), "resources": map[string]any{"VCPU": float64(3)}}}
+	for _, tc := range []struct {
+		method, path, mv string
+		want             map[string]any
+	}{
+		{"GET", "/allocations/" + c, "1.11", map[string]any{"allocations": alloc}},
+		{"GET", "/allocations/" + c, "1.12", map[string]any{"allocations": alloc, "project_id": "p", "user_id": "u"}},
+		{"GET", "/allocations/" + c, "1.28", map[string]any{"allocations": alloc, "project_id": "p", "user_id": "u", "consumer_generation": float64(1)}},
+		{"GET", "/allocations/" + c, "1.38", map[string]any{"allocations": alloc, "project_id": "p", "user_id": "u", "consumer_generation": float64(1), "consumer_type": "INSTANCE"}},
+		{"GET", "/allocations/0ff00000-0000-4000-8000-000000000000", "1.38", map[string]any{"allocations": map[string]any{}}},
+		{"GET", "/resource_providers/" + rp + "/allocations", "1.27", map[string]any{"resource_provider_generation": float64(1),
+			"allocations": map[string]any{c: map[string]any{"resources": map[string]any{"VCPU": float64(3)}}}}},
+		{"GET", "/resource_providers/" + rp + "/allocations", "1.28", map[string]any{"resource_provider_generation": float64(1),
+			"allocations": map[string]any{c: map[string]any{"resources": map[string]any{"VCPU": float64(3)}, "consumer_generation": float64(1)}}}},
+		{"GET", "/resource_providers/" + rp + "/usages", "1.0", map[string]any{"resource_provider_generation": float64(1), "usages": map[string]any{"VCPU": float64(3)}}},
+		{"GET", "/usages?project_id=p", "1.9", map[string]any{"usages": map[string]any{"VCPU": float64(3)}}},
+		{"GET", "/usages?project_id=p", "1.38", map[string]any{"usages": map[string]any{"INSTANCE": map[string]any{"VCPU": float64(3), "consumer_count": float64(1)}}}},
+		{"GET", "/usages?project_id=p&consumer_type=unknown", "1.38", map[string]any{"usages": map[string]any{}}},
+	} {
+		res, err := call(srv.Client(), tc.method, srv.URL+tc.path, tc.mv, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(res.body, &got); err != nil || res.status != http.StatusOK {
+			t.Errorf("%s %s @%s: %d %s", tc.method, tc.path, tc.mv, res.status, res.body)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s %s @%s (-want +got):\n%s", tc.method, tc.path, tc.mv, diff)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		method string
+		path   string
+		mv     string
+		body   any
+		status int
+	}{
+		{"malformed consumer", "PUT", "/allocations/not-a-uuid", "1.12", map[string]any{"allocations": map[string]any{rp: map[string]any{"resources": map[string]int{"VCPU": 1}}}, "project_id": "p", "user_id": "u"}, 400},
+		{"unknown provider", "PUT", "/allocations/" + c, "1.12", map[string]any{"allocations": map[string]any{"0ff00000-0000-4000-8000-000000000000": map[string]any{"resources": map[string]int{"VCPU": 1}}}, "project_id": "p", "user_id": "u"}, 400},
+		{"over capacity", "PUT", "/allocations/" + c, "1.12", map[string]any{"allocations": map[string]any{rp: map[string]any{"resources": map[string]int{"VCPU": 11}}}, "project_id": "p", "user_id": "u"}, 409},
+		{"stale generation", "PUT", "/allocations/" + c, "1.28", map[string]any{"allocations": map[string]any{rp: map[string]any{"resources": map[string]int{"VCPU": 1}}}, "project_id": "p", "user_id": "u", "consumer_generation": 9}, 409},
+		{"post before 1.13", "POST", "/allocations", "1.12", map[string]any{c: map[string]any{}}, 404},
+		{"usages before 1.9", "GET", "/usages?project_id=p", "1.8", nil, 404},
+		{"delete unknown", "DELETE", "/allocations/0ff00000-0000-4000-8000-000000000000", "1.0", nil, 404},
+	} {
+		res, err := call(srv.Client(), tc.method, srv.URL+tc.path, tc.mv, tc.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.status != tc.status || !json.Valid(res.body) {
+			t.Errorf("%s: %d %s, want %d with a JSON error body", tc.name, res.status, res.body, tc.status)
+		}
+	}
 }
