@@ -13,9 +13,9 @@
 //
 //  1. locks the chosen hosts: it upserts their rows in
 //     blazar_resource_locks in sorted order (an exclusive row lock held
-//     until commit on MySQL/MariaDB; on SQLite the write transaction —
-//     BEGIN IMMEDIATE, our DSN's _txlock=immediate — already serialises
-//     writers);
+//     until commit on MySQL/MariaDB; on SQLite writes are already
+//     serialised: db.Write's single writer connection in a process, BEGIN
+//     IMMEDIATE — our DSN's _txlock=immediate — between processes);
 //  2. re-checks, with one indexed query on computehost_allocations
 //     (compute_host_id, end_date, start_date), that none of exactly those
 //     hosts has an overlapping booking (cleaning time included). The lease

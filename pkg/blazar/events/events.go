@@ -35,6 +35,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/db"
@@ -160,11 +162,21 @@ func (m *Manager) RunDue(ctx context.Context) (int, error) {
 	now := m.now()
 	g := m.db.WithContext(ctx)
 	stale := now.Add(-m.cfg.ClaimTimeout)
-	if res := g.Model(&models.Event{}).Where("status = ? AND claimed_at < ?", leases.EventInProgress, stale).
-		Updates(map[string]any{"status": leases.EventUndone, "claimed_by": ""}); res.Error != nil {
-		return 0, res.Error
-	} else if res.RowsAffected > 0 {
-		slog.WarnContext(ctx, "took back stale event claims", "count", res.RowsAffected)
+	var n int64
+	if err := g.Model(&models.Event{}).Where("status = ? AND claimed_at < ?", leases.EventInProgress, stale).Count(&n).Error; err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		var taken int64
+		if err := m.db.Write(ctx, func(tx *gorm.DB) error {
+			res := tx.Model(&models.Event{}).Where("status = ? AND claimed_at < ?", leases.EventInProgress, stale).
+				Updates(map[string]any{"status": leases.EventUndone, "claimed_by": ""})
+			taken = res.RowsAffected
+			return res.Error
+		}); err != nil {
+			return 0, err
+		}
+		slog.WarnContext(ctx, "took back stale event claims", "count", taken)
 	}
 	var due []models.Event
 	if err := g.Where("status = ? AND time <= ? AND event_type IN ?", leases.EventUndone, now, runnable).
@@ -243,16 +255,21 @@ func (m *Manager) blocked(ctx context.Context, ev models.Event) (bool, error) {
 }
 
 func (m *Manager) claim(ctx context.Context, ev *models.Event, now time.Time) (bool, error) {
-	res := m.db.WithContext(ctx).Model(&models.Event{}).
-		Where("id = ? AND status = ?", ev.ID, leases.EventUndone).
-		Updates(map[string]any{
-			"status": leases.EventInProgress, "claimed_by": m.cfg.ID, "claimed_at": now,
-			"attempts": ev.Attempts + 1,
-		})
-	if res.Error != nil {
-		return false, res.Error
+	var changed int64
+	err := m.db.Write(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&models.Event{}).
+			Where("id = ? AND status = ?", ev.ID, leases.EventUndone).
+			Updates(map[string]any{
+				"status": leases.EventInProgress, "claimed_by": m.cfg.ID, "claimed_at": now,
+				"attempts": ev.Attempts + 1,
+			})
+		changed = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return false, err
 	}
-	if res.RowsAffected == 1 {
+	if changed == 1 {
 		ev.Attempts++
 		ev.Status = leases.EventInProgress
 		ev.ClaimedBy = m.cfg.ID
@@ -269,7 +286,9 @@ func (m *Manager) release(ctx context.Context, ev models.Event) error {
 		status = leases.EventError
 		slog.WarnContext(ctx, "lease event gave up: lease cannot take it", "event", ev.ID, "type", ev.EventType, "lease", ev.LeaseID)
 	}
-	return m.db.WithContext(ctx).Model(&models.Event{}).
-		Where("id = ? AND status = ? AND claimed_by = ?", ev.ID, leases.EventInProgress, m.cfg.ID).
-		Updates(map[string]any{"status": status, "claimed_by": "", "updated_at": m.now().Truncate(time.Second)}).Error
+	return m.db.Write(ctx, func(tx *gorm.DB) error {
+		return tx.Model(&models.Event{}).
+			Where("id = ? AND status = ? AND claimed_by = ?", ev.ID, leases.EventInProgress, m.cfg.ID).
+			Updates(map[string]any{"status": status, "claimed_by": "", "updated_at": m.now().Truncate(time.Second)}).Error
+	})
 }

@@ -10,8 +10,10 @@
 // plugin returns plugins.ErrRetry and this package rolls back and runs the
 // whole request again, at most MaxAttempts times. MySQL/MariaDB write
 // transactions run at READ COMMITTED so that re-check sees every booking
-// committed by the previous holder of the lock; SQLite write transactions
-// are serialised (BEGIN IMMEDIATE).
+// committed by the previous holder of the lock; on SQLite every write goes
+// through db.Write's group-commit writer (one writer connection, writes run
+// one after another, each seeing the ones before it) and processes are
+// serialised by the database lock (BEGIN IMMEDIATE).
 package leases
 
 import (
