@@ -175,6 +175,17 @@ func renderCandidates(res *candidates.Result, req *candidates.Request, mv microv
 // encoding/json does without HTML escaping).
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {

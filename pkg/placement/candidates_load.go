@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -38,6 +39,52 @@ type snapshotCache struct {
 	cur    sync.Mutex // guards marker/snap
 	marker string
 	snap   *candidates.Snapshot
+	// Marker reads are shared by concurrent requests (group commit
+	// style): a request joins the next read to start, never one already
+	// running, so the marker it gets was read after it arrived and
+	// reflects every write committed before that.
+	fmu     sync.Mutex
+	running bool
+	next    *markerCall
+}
+
+type markerCall struct {
+	done   chan struct{}
+	marker string
+	err    error
+}
+
+// sharedMarker returns a marker read that started after the call.
+func (c *snapshotCache) sharedMarker(read func() (string, error)) (string, error) {
+	c.fmu.Lock()
+	if c.next == nil {
+		c.next = &markerCall{done: make(chan struct{})}
+	}
+	my := c.next
+	if !c.running {
+		c.running = true
+		go c.readLoop(read)
+	}
+	c.fmu.Unlock()
+	<-my.done
+	return my.marker, my.err
+}
+
+// readLoop runs marker reads while requests are waiting for one.
+func (c *snapshotCache) readLoop(read func() (string, error)) {
+	for {
+		c.fmu.Lock()
+		call := c.next
+		c.next = nil
+		if call == nil {
+			c.running = false
+			c.fmu.Unlock()
+			return
+		}
+		c.fmu.Unlock()
+		call.marker, call.err = read()
+		close(call.done)
+	}
 }
 
 var snapshotCaches sync.Map // *db.DB → *snapshotCache
@@ -80,7 +127,11 @@ func readMarker(tx *gorm.DB) (string, error) {
 // committed before the call.
 func (s *Service) candidateSnapshot(ctx context.Context) (*candidates.Snapshot, error) {
 	c := cacheFor(s.db)
-	marker, err := readMarker(s.conn(ctx))
+	marker, err := c.sharedMarker(func() (string, error) {
+		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return readMarker(s.conn(rctx))
+	})
 	if err != nil {
 		return nil, wrap("snapshot marker", err)
 	}
