@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -238,4 +240,42 @@ func rootUUIDOf(res *candidates.Result, uuid string) string {
 		}
 	}
 	return ""
+}
+
+// TestSharedMarkerStartsAfterArrival: a caller only ever gets a marker
+// read that started after it asked, however many callers share reads.
+func TestSharedMarkerStartsAfterArrival(t *testing.T) {
+	c := &snapshotCache{}
+	var clock, reads atomic.Int64
+	read := func() (string, error) {
+		start := clock.Add(1)
+		reads.Add(1)
+		time.Sleep(200 * time.Microsecond)
+		return fmt.Sprint(start), nil
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				arrived := clock.Add(1)
+				m, err := c.sharedMarker(read)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var started int64
+				fmt.Sscan(m, &started)
+				if started <= arrived {
+					t.Errorf("read started at %d, caller arrived at %d", started, arrived)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if reads.Load() == 0 || reads.Load() > 16*50 {
+		t.Fatalf("%d reads", reads.Load())
+	}
 }
