@@ -169,10 +169,28 @@ func (a *API) microversionMiddleware(next http.Handler) http.Handler {
 			renderError(w, r, errStatus(http.StatusBadRequest, "Invalid microversion: "+err.Error()))
 			return
 		}
-		w.Header().Set("Openstack-Api-Version", "placement "+v.String())
-		w.Header().Add("Vary", "openstack-api-version")
+		h := w.Header()
+		h["Openstack-Api-Version"] = versionHeader(v)
+		h["Vary"] = append(h["Vary"], "openstack-api-version")
 		next.ServeHTTP(w, r.WithContext(microversion.WithVersion(r.Context(), v)))
 	})
+}
+
+// versionHeaders are the OpenStack-API-Version values of the versions
+// served, made once.
+var versionHeaders = func() [][]string {
+	out := make([][]string, maxVersion.Minor+1)
+	for i := range out {
+		out[i] = []string{"placement " + microversion.Version{Major: 1, Minor: i}.String()}
+	}
+	return out
+}()
+
+func versionHeader(v microversion.Version) []string {
+	if v.Major == 1 && v.Minor >= 0 && v.Minor < len(versionHeaders) {
+		return versionHeaders[v.Minor]
+	}
+	return []string{"placement " + v.String()}
 }
 
 // authMiddleware implements Placement's noauth2: every path but the root

@@ -23,11 +23,31 @@ type link struct {
 	Href string `json:"href"`
 }
 
+// providerBodyV0 and providerBodyV14 are a provider as the API shows it
+// before and from 1.14 (fields in the order the map encoding used to
+// give: by name).
+type providerBodyV0 struct {
+	Generation int64  `json:"generation"`
+	Links      []link `json:"links"`
+	Name       string `json:"name"`
+	UUID       string `json:"uuid"`
+}
+
+type providerBodyV14 struct {
+	Generation         int64   `json:"generation"`
+	Links              []link  `json:"links"`
+	Name               string  `json:"name"`
+	ParentProviderUUID *string `json:"parent_provider_uuid"`
+	RootProviderUUID   string  `json:"root_provider_uuid"`
+	UUID               string  `json:"uuid"`
+}
+
 // providerJSON renders a provider for microversion mv.
-func providerJSON(r *http.Request, p *placement.Provider) map[string]any {
+func providerJSON(r *http.Request, p *placement.Provider) any {
 	mv := ctxVersion(r.Context())
 	base := prefix(r) + "/resource_providers/" + p.UUID
-	links := []link{{"self", base}, {"inventories", base + "/inventories"}, {"usages", base + "/usages"}}
+	links := make([]link, 3, 6)
+	links[0], links[1], links[2] = link{"self", base}, link{"inventories", base + "/inventories"}, link{"usages", base + "/usages"}
 	if mv.AtLeast(1, 1) {
 		links = append(links, link{"aggregates", base + "/aggregates"})
 	}
@@ -37,12 +57,11 @@ func providerJSON(r *http.Request, p *placement.Provider) map[string]any {
 	if mv.AtLeast(1, 11) {
 		links = append(links, link{"allocations", base + "/allocations"})
 	}
-	out := map[string]any{"uuid": p.UUID, "name": p.Name, "generation": p.Generation, "links": links}
 	if mv.AtLeast(1, 14) {
-		out["parent_provider_uuid"] = p.ParentProviderUUID
-		out["root_provider_uuid"] = p.RootProviderUUID
+		return &providerBodyV14{Generation: p.Generation, Links: links, Name: p.Name,
+			ParentProviderUUID: p.ParentProviderUUID, RootProviderUUID: p.RootProviderUUID, UUID: p.UUID}
 	}
-	return out
+	return &providerBodyV0{Generation: p.Generation, Links: links, Name: p.Name, UUID: p.UUID}
 }
 
 // getResourceProvider handles GET /resource_providers/{uuid}.
@@ -76,7 +95,7 @@ func (a *API) listResourceProviders(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return listProvidersError(err)
 	}
-	list := make([]map[string]any, 0, len(ps))
+	list := make([]any, 0, len(ps))
 	var lm time.Time
 	for i := range ps {
 		list = append(list, providerJSON(r, &ps[i]))

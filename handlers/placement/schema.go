@@ -160,7 +160,6 @@ const (
  "required": ["name"], "additionalProperties": false}`
 )
 
-
 func schemaCreateProvider(mv microversion.Version) string {
 	if mv.AtLeast(1, 14) {
 		return schemaPostProvider1_14

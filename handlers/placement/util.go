@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -108,7 +109,11 @@ func acceptableOffers(accept string, offers []string) []string {
 // checkAccept is util.check_accept('application/json'): 406 when an
 // Accept header is given and does not admit JSON.
 func checkAccept(r *http.Request) error {
-	if acc := r.Header.Get("Accept"); acc != "" && len(acceptableOffers(acc, []string{"application/json"})) == 0 {
+	acc := r.Header.Get("Accept")
+	if acc == "" || acc == "application/json" {
+		return nil
+	}
+	if len(acceptableOffers(acc, []string{"application/json"})) == 0 {
 		return errStatus(http.StatusNotAcceptable, "Only application/json is provided")
 	}
 	return nil
@@ -147,38 +152,42 @@ func readBody(r *http.Request) ([]byte, error) {
 // carry Cache-Control: no-cache and Last-Modified (lastMod, or now when
 // nothing in the database dates the response).
 func writeJSON(w http.ResponseWriter, r *http.Request, status int, body any, lastMod time.Time) error {
-	b, err := marshalJSON(body)
-	if err != nil {
-		return err
-	}
-	if ctxVersion(r.Context()).AtLeast(1, 15) {
-		setCacheHeaders(w, lastMod)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, err = w.Write(b)
-	return err
+	return writeJSONHeaders(w, r, status, body, lastMod, true)
 }
 
 // writeJSONLM is writeJSON where, from 1.15, Last-Modified is lastMod
 // when haveLM, and absent otherwise (upstream sets it to None when no
 // object dates the response, e.g. an empty inventory list).
 func writeJSONLM(w http.ResponseWriter, r *http.Request, status int, body any, lastMod time.Time, haveLM bool) error {
-	if haveLM {
-		return writeJSON(w, r, status, body, lastMod)
-	}
-	b, err := marshalJSON(body)
-	if err != nil {
+	return writeJSONHeaders(w, r, status, body, lastMod, haveLM)
+}
+
+func writeJSONHeaders(w http.ResponseWriter, r *http.Request, status int, body any, lastMod time.Time, haveLM bool) error {
+	buf := jsonBufs.Get().(*bytes.Buffer)
+	defer putJSONBuf(buf)
+	if err := encodeJSON(buf, body); err != nil {
 		return err
 	}
+	h := w.Header()
 	if ctxVersion(r.Context()).AtLeast(1, 15) {
-		w.Header().Set("Cache-Control", "no-cache")
+		h["Cache-Control"] = noCache
+		if haveLM {
+			if lastMod.IsZero() {
+				lastMod = time.Now()
+			}
+			h["Last-Modified"] = []string{lastMod.UTC().Format(http.TimeFormat)}
+		}
 	}
-	w.Header().Set("Content-Type", "application/json")
+	h["Content-Type"] = contentTypeJSON
 	w.WriteHeader(status)
-	_, err = w.Write(b)
+	_, err := w.Write(buf.Bytes())
 	return err
 }
+
+var (
+	noCache         = []string{"no-cache"}
+	contentTypeJSON = []string{"application/json"}
+)
 
 // pyFloat marshals a float64 as Python's json.dumps does (repr: 1.0,
 // 1.5, 1e+16, 3.40282e+38).
@@ -276,10 +285,29 @@ func timeNow() time.Time { return time.Now().UTC() }
 // text).
 func marshalJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := encodeJSON(&buf, v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return buf.Bytes(), nil
+}
+
+// encodeJSON is marshalJSON into buf.
+func encodeJSON(buf *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	buf.Truncate(buf.Len() - 1) // Encode's newline
+	return nil
+}
+
+// jsonBufs recycles the encoding buffers of responses.
+var jsonBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putJSONBuf(buf *bytes.Buffer) {
+	if buf.Cap() <= 64<<10 {
+		buf.Reset()
+		jsonBufs.Put(buf)
+	}
 }

@@ -40,9 +40,14 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	cfg := &gorm.Config{
 		TranslateError:         true,
 		SkipDefaultTransaction: true,
-		PrepareStmt:            true,
-		Logger:                 logger.Discard,
-		NowFunc:                func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+		// No prepared statements: the SQLite driver prepares every
+		// statement on each run anyway, and on MySQL interpolateParams
+		// sends each statement in one round trip where a prepared one
+		// costs a PREPARE per connection and SQL text (IN lists and
+		// multi-row INSERTs make many) and server memory.
+		PrepareStmt: false,
+		Logger:      logger.Discard,
+		NowFunc:     func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
 	}
 	var g *gorm.DB
 	switch t.Dialect {
@@ -81,6 +86,13 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	slog.DebugContext(ctx, "database open", "dialect", t.Dialect, "url", redact(rawURL))
 	return &DB{DB: g, Dialect: t.Dialect, memory: t.Dialect == SQLite && t.Path == ":memory:"}, nil
 }
+
+// SQLOf is the database/sql handle under a GORM session: the pool, or
+// the transaction inside Transaction/Write. Hot paths run their raw SQL
+// on it (ExecContext, QueryContext, QueryRowContext with
+// tx.Statement.Context) and skip GORM's statement building and
+// reflection.
+func SQLOf(tx *gorm.DB) gorm.ConnPool { return tx.Statement.ConnPool }
 
 // Close stops the group-commit writer (after the writes it holds) and
 // closes the underlying pool.

@@ -62,7 +62,11 @@ func sqliteTarget(path string) Target {
 	// WAL lets readers run beside the one writer; immediate transactions
 	// take the write lock at BEGIN so two writers never deadlock on a
 	// lock upgrade; busy_timeout makes the second writer wait, not fail.
-	params := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate"
+	// synchronous=FULL: a commit is on disk when it returns. The page
+	// cache (per connection) holds a Placement working set; temporary
+	// b-trees and the savepoint journals of the group writer stay in
+	// memory.
+	params := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)&_txlock=immediate"
 	if path == ":memory:" {
 		return Target{Dialect: SQLite, Path: path, DSN: "file::memory:?cache=shared&" + params}
 	}

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"net/http"
 	"time"
@@ -39,26 +40,109 @@ func (s *Service) GetProvider(ctx context.Context, id string) (*Provider, error)
 }
 
 func getProvider(tx *gorm.DB, id string) (*Provider, error) {
-	var ps []Provider
-	if err := tx.Raw(providerSelect+" WHERE rp.uuid = ?", id).Scan(&ps).Error; err != nil {
+	p, err := scanProvider(tx, providerRowSelect+" WHERE uuid = ?", id)
+	if err == nil && p != nil && (p.ParentProviderID != nil || p.RootProviderID != p.ID) {
+		err = fillTreeUUIDs(tx, p)
+	}
+	if err != nil {
 		return nil, wrap("get provider", err)
 	}
-	if len(ps) == 0 {
+	if p == nil {
 		return nil, NotFound("No resource provider with uuid %s found", id)
 	}
-	return &ps[0], nil
+	return p, nil
 }
 
-// getProviderForUpdate re-reads the provider row inside tx.
+// providerRowSelect reads one provider without its tree's uuids, in the
+// column order of providerSelect: most providers are roots, whose root
+// uuid is their own, and the simpler statement costs SQLite (which
+// compiles every statement it runs) a good deal less than the joins.
+const providerRowSelect = `SELECT id, uuid, name, generation, parent_provider_id, root_provider_id,
+ created_at, updated_at, NULL, uuid FROM resource_providers`
+
+// fillTreeUUIDs sets the parent and root uuids of a provider read with
+// providerRowSelect that is not a root.
+func fillTreeUUIDs(tx *gorm.DB, p *Provider) error {
+	parentID := int64(-1)
+	if p.ParentProviderID != nil {
+		parentID = *p.ParentProviderID
+	}
+	rows, err := db.SQLOf(tx).QueryContext(tx.Statement.Context, "SELECT id, uuid FROM resource_providers WHERE id IN (?, ?)", parentID, p.RootProviderID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	p.RootProviderUUID = ""
+	for rows.Next() {
+		var id int64
+		var u string
+		if err := rows.Scan(&id, &u); err != nil {
+			return err
+		}
+		if id == parentID {
+			p.ParentProviderUUID = &u
+		}
+		if id == p.RootProviderID {
+			p.RootProviderUUID = u
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if p.RootProviderUUID == "" || (p.ParentProviderID != nil && p.ParentProviderUUID == nil) {
+		// The tree moved between the two reads: read it in one statement.
+		q, err := scanProvider(tx, providerSelect+" WHERE rp.id = ?", p.ID)
+		if err != nil {
+			return err
+		}
+		if q == nil {
+			return NotFound("No resource provider with uuid %s found", p.UUID)
+		}
+		*p = *q
+	}
+	return nil
+}
+
+// getProviderByID re-reads the provider row inside tx.
 func getProviderByID(tx *gorm.DB, id int64) (*Provider, error) {
-	var ps []Provider
-	if err := tx.Raw(providerSelect+" WHERE rp.id = ?", id).Scan(&ps).Error; err != nil {
+	p, err := scanProvider(tx, providerSelect+" WHERE rp.id = ?", id)
+	if err != nil {
 		return nil, err
 	}
-	if len(ps) == 0 {
+	if p == nil {
 		return nil, NotFound("No resource provider with id %d found", id)
 	}
-	return &ps[0], nil
+	return p, nil
+}
+
+// scanProvider runs a providerSelect query for one row on tx's
+// connection or transaction with database/sql directly (no GORM
+// reflection: this is the GET /resource_providers/{uuid} path); nil when
+// there is no row.
+func scanProvider(tx *gorm.DB, q string, args ...any) (*Provider, error) {
+	rows, err := db.SQLOf(tx).QueryContext(tx.Statement.Context, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	p := &Provider{}
+	var parentID sql.NullInt64
+	var parentUUID, rootUUID sql.NullString
+	if err := rows.Scan(&p.ID, &p.UUID, &p.Name, &p.Generation, &parentID, &p.RootProviderID,
+		&p.CreatedAt, &p.UpdatedAt, &parentUUID, &rootUUID); err != nil {
+		return nil, err
+	}
+	if parentID.Valid {
+		p.ParentProviderID = &parentID.Int64
+	}
+	if parentUUID.Valid {
+		p.ParentProviderUUID = &parentUUID.String
+	}
+	p.RootProviderUUID = rootUUID.String
+	return p, rows.Close()
 }
 
 // CreateProvider creates a provider. uuidStr may be "" (one is made up);

@@ -51,31 +51,25 @@ func (s *Service) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return s.db.WithContext(ctx).Transaction(fn)
 }
 
-// wtx runs fn in a write transaction for a generation-checked write
-// (inventories, traits, aggregates, classes, providers). On MySQL it uses
-// READ COMMITTED: correctness comes from the optimistic generation
-// updates, and that level takes no gap locks. A transaction lost to a
-// deadlock, a lock wait timeout or a still-busy SQLite database changed
-// nothing and is run again a few times; then it is a 409
-// placement.concurrent_update.
+// wtx runs fn as a generation-checked write (inventories, traits,
+// aggregates, classes, providers) through db.Write: on SQLite the
+// group-commit writer (fn shares a transaction and a commit with the
+// writes queued beside it, in its own savepoint), on MySQL a READ
+// COMMITTED transaction (correctness comes from the optimistic generation
+// updates, and that level takes no gap locks) run again on deadlocks and
+// lock wait timeouts. A write that still loses to lock conflicts changed
+// nothing and is a 409 placement.concurrent_update.
 func (s *Service) wtx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	var opts []*sql.TxOptions
 	if s.db.Dialect == db.MySQL {
 		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	}
-	var err error
-	for attempt := 0; attempt < txAttempts; attempt++ {
-		err = s.db.WithContext(ctx).Transaction(fn, opts...)
-		if err == nil || !lockConflict(err) || ctx.Err() != nil {
-			return err
-		}
+	err := s.db.Write(ctx, fn, opts...)
+	if err != nil && lockConflict(err) && ctx.Err() == nil {
+		return errConcurrent("Another thread concurrently updated the data. Please retry your update")
 	}
-	return errConcurrent("Another thread concurrently updated the data. Please retry your update")
+	return err
 }
-
-// txAttempts bounds the runs of a write transaction that keeps losing
-// lock conflicts.
-const txAttempts = 5
 
 // lockConflict reports a MySQL deadlock (1213) or lock wait timeout
 // (1205), or SQLITE_BUSY/SQLITE_LOCKED past the busy timeout.

@@ -54,6 +54,7 @@ func run(args []string) error {
 		return err
 	}
 	slog.SetDefault(logging.New(os.Stderr, cfg.LogFormat, cfg.LogLevel))
+	defer logging.Flush()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
