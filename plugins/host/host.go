@@ -34,11 +34,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -114,8 +116,9 @@ type Plugin struct {
 	cfg     Config
 	now     func() time.Time
 
-	idx    index
-	loadMu sync.Mutex
+	idx       index
+	loadMu    sync.Mutex
+	reloading atomic.Bool
 
 	privMu  sync.Mutex
 	private map[string]bool
@@ -300,7 +303,11 @@ func (ps params) match(info func(id string) *Host) func(*allocator.Host) (bool, 
 	}
 }
 
-// ensureView loads or refreshes the view when it is missing or old.
+// ensureView loads the view when it is missing, or reloads it in full
+// when forced (after a refusal); a view older than AllocTTL is reloaded in
+// the background while requests go on with it (it is only a hint: every
+// booking is re-checked in its transaction). The host list is refreshed
+// every HostTTL.
 func (p *Plugin) ensureView(ctx context.Context, force bool) error {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
@@ -309,9 +316,21 @@ func (p *Plugin) ensureView(ctx context.Context, force bool) error {
 	loaded, hostsAt, allocsAt := p.idx.loaded, p.idx.hostsAt, p.idx.allocsAt
 	p.idx.mu.RUnlock()
 	switch {
-	case !loaded || now.Sub(allocsAt) > p.cfg.AllocTTL || (force && now.Sub(allocsAt) > 100*time.Millisecond):
+	case !loaded || (force && now.Sub(allocsAt) > 100*time.Millisecond):
 		return p.idx.reload(ctx, p.src, p.db, now)
-	case now.Sub(hostsAt) >= p.cfg.HostTTL:
+	case now.Sub(allocsAt) > p.cfg.AllocTTL:
+		if p.reloading.CompareAndSwap(false, true) {
+			go func() {
+				defer p.reloading.Store(false)
+				p.loadMu.Lock()
+				defer p.loadMu.Unlock()
+				if err := p.idx.reload(context.WithoutCancel(ctx), p.src, p.db, p.now()); err != nil {
+					slog.Warn("physical:host view reload failed", "err", err)
+				}
+			}()
+		}
+	}
+	if now.Sub(hostsAt) >= p.cfg.HostTTL {
 		return p.idx.reloadHosts(ctx, p.src, p.db, now)
 	}
 	return nil

@@ -54,7 +54,10 @@ func loadAllocs(ctx context.Context, g *gorm.DB, hostIDs []string) ([]allocRow, 
 	return rows, err
 }
 
-// reload replaces the whole view: hosts from src, allocations from g.
+// reload replaces the whole view: hosts from src, allocations from g. The
+// new view is built without holding the lock, then swapped in: bookings
+// committed meanwhile may be missing from it, which the in-transaction
+// re-check catches (a retry), never a double booking.
 func (x *index) reload(ctx context.Context, src Source, g *gorm.DB, now time.Time) error {
 	infos, err := src.Reservable(ctx)
 	if err != nil {
@@ -64,14 +67,13 @@ func (x *index) reload(ctx context.Context, src Source, g *gorm.DB, now time.Tim
 	if err != nil {
 		return err
 	}
+	var nx index
+	nx.setHostsLocked(infos)
+	nx.addRowsLocked(rows)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.setHostsLocked(infos)
-	for i := range x.hosts {
-		x.hosts[i].Busy = nil
-		x.resOf[i] = nil
-	}
-	x.addRowsLocked(rows)
+	x.hosts, x.resOf, x.infos, x.pos = nx.hosts, nx.resOf, nx.infos, nx.pos
+	x.disjoint, x.bounds = nx.disjoint, nx.bounds
 	x.loaded = true
 	x.hostsAt, x.allocsAt = now, now
 	return nil
