@@ -65,6 +65,12 @@ func (c *badLenConn) Read(p []byte) (int, error) {
 			break
 		}
 		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				// A deadline (net/http aborting its background read):
+				// keep the partial head for the next Read; handing it out
+				// now would parse the rest of the head as a new one.
+				return 0, err
+			}
 			if len(c.head) > 0 {
 				// Give the server what we have; it will fail it.
 				c.out, c.head = c.head, nil
