@@ -333,3 +333,57 @@ func TestHostActionsAndPrivacy(t *testing.T) {
 		t.Errorf("both leases started on the same host: %v", got)
 	}
 }
+
+// TestUpdateActiveLease: upstream's rules for a started lease — its hosts
+// must stay (max cannot drop below the hosts held, an extension needs
+// them free), more hosts join at once.
+func TestUpdateActiveLease(t *testing.T) {
+	d := dbtest.Open(t)
+	clock := leasestest.NewClock(t0)
+	acts := &leasestest.Actions{}
+	svc, _ := leasestest.New(d, leasestest.NewHosts(3, nil), clock, leasestest.Options{Actions: acts})
+	m := events.New(d, svc, events.Config{}, clock.Now)
+	ctx := context.Background()
+	a := create(t, svc, "a", "now", "2030-01-01 12:00", 2)
+	if _, err := m.RunDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Someone else books the third host right after a ends.
+	b := create(t, svc, "b", "2030-01-01 12:00", "2030-01-01 14:00", 1)
+	rid := a.Reservations[0]["id"]
+	upd := func(req leases.UpdateRequest) error {
+		_, err := svc.Update(ctx, owner, a.ID, req)
+		return err
+	}
+	if err := upd(leases.UpdateRequest{"reservations": []any{map[string]any{"id": rid, "min": 1, "max": 1}}}); err == nil ||
+		!strings.Contains(err.Error(), "cannot be kept") {
+		t.Errorf("lowering max of an active reservation: %v", err)
+	}
+	// b took one of a's hosts (the best fit: it starts when a ends), so a
+	// cannot be extended over b without losing a host.
+	if err := upd(leases.UpdateRequest{"end_date": "2030-01-01 13:00"}); err == nil || !strings.Contains(err.Error(), "cannot be kept") {
+		t.Errorf("extending an active lease over a host booked next: %v", err)
+	}
+	if err := svc.Delete(ctx, owner, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := upd(leases.UpdateRequest{"end_date": "2030-01-01 13:00"}); err != nil {
+		t.Errorf("extending an active lease whose hosts stay free: %v", err)
+	}
+	if err := upd(leases.UpdateRequest{"reservations": []any{map[string]any{"id": rid, "max": 3}}}); err != nil {
+		t.Fatalf("growing an active reservation: %v", err)
+	}
+	v := get(t, svc, a.ID)
+	if v.Reservations[0]["max"] != 3 || v.Status != "ACTIVE" {
+		t.Errorf("after growing: %v %s", v.Reservations[0], v.Status)
+	}
+	var n int64
+	d.Raw("SELECT COUNT(*) FROM computehost_allocations").Scan(&n)
+	if n != 3 {
+		t.Errorf("%d hosts held, want 3", n)
+	}
+	log := acts.Log()
+	if len(log) != 2 || !strings.HasPrefix(log[1], "start p1 [") || strings.Count(log[1], "compute-") != 1 {
+		t.Errorf("the added host must join at once: %v", log)
+	}
+}
