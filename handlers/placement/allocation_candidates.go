@@ -49,7 +49,7 @@ func (a *API) listAllocationCandidates(w http.ResponseWriter, r *http.Request) e
 // JSON by hand: a big answer (thousands of candidates and summaries) is
 // encoded several times faster than through maps and encoding/json.
 func renderCandidates(res *candidates.Result, req *candidates.Request, mv microversion.Version) []byte {
-	b := make([]byte, 0, 256+len(res.Requests)*256+len(res.Summaries)*192)
+	b := make([]byte, 0, 256+len(res.Requests)*448+len(res.Summaries)*320)
 	b = append(b, `{"allocation_requests": [`...)
 	dict, withMappings := mv.AtLeast(1, 12), mv.AtLeast(1, 34)
 	for i, ar := range res.Requests {
