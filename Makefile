@@ -35,13 +35,14 @@ bench-api: build ## HTTP load test with wrk on SQLite and MariaDB (GET provider,
 bench-placement: ## GET /allocation_candidates under load (perfload flat/nested/wide) vs the real Placement 8.0.0, p50/p99/q/s and ratios
 	@scripts/bench-placement.sh
 
-lint: ## gofmt, go vet, staticcheck (when installed)
-	@out="$$(gofmt -l .)"; \
-	if [ -n "$$out" ]; then echo "gofmt -l: these files need gofmt:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
-	@if command -v staticcheck >/dev/null 2>&1; then echo staticcheck ./...; staticcheck ./...; \
-	elif [ -x "$$($(GO) env GOPATH)/bin/staticcheck" ]; then echo staticcheck ./...; "$$($(GO) env GOPATH)/bin/staticcheck" ./...; \
-	else echo "lint: staticcheck not installed, skipped (go install honnef.co/go/tools/cmd/staticcheck@latest)"; fi
+lint: ## gofmt, go vet, staticcheck (when installed); runs all, fails if any failed
+	@rc=0; out="$$(gofmt -l .)"; \
+	if [ -n "$$out" ]; then echo "gofmt -l: these files need gofmt:"; echo "$$out"; rc=1; else echo "gofmt: clean"; fi; \
+	echo "$(GO) vet ./..."; $(GO) vet ./... || rc=1; \
+	sc="$$(command -v staticcheck || true)"; [ -z "$$sc" ] && [ -x "$$($(GO) env GOPATH)/bin/staticcheck" ] && sc="$$($(GO) env GOPATH)/bin/staticcheck"; \
+	if [ -n "$$sc" ]; then echo "staticcheck ./..."; "$$sc" ./... || rc=1; \
+	else echo "lint: staticcheck not installed, skipped (go install honnef.co/go/tools/cmd/staticcheck@latest)"; fi; \
+	exit $$rc
 
 conformance: ## Placement conformance on SQLite (CONFORMANCE_DB=mysql for MariaDB; args: ARGS='-vv file.yaml')
 	@scripts/conformance.sh $(ARGS)
