@@ -123,52 +123,76 @@ func renderCandidates(res *candidates.Result, req *candidates.Request, mv microv
 			requested[rr.Class] = true
 		}
 	}
+	// From 1.29 a summary's JSON depends on the provider only: render
+	// each provider once per snapshot and reuse the bytes.
+	var frags map[string][]byte
+	if nested && res.Snapshot != nil {
+		snap := res.Snapshot
+		frags = snap.Memo("placement/ac-summary-json-1.29", func() any {
+			all := snap.AllSummaries()
+			m := make(map[string][]byte, len(all))
+			for _, s := range all {
+				m[s.UUID] = appendSummaryBody(nil, s, true, true, true, nil)
+			}
+			return m
+		}).(map[string][]byte)
+	}
 	for i, s := range res.Summaries {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
 		b = appendJSONString(b, s.UUID)
-		b = append(b, `: {"resources": {`...)
-		n := 0
-		for _, sr := range s.Resources {
-			if !allResources && !requested[sr.Class] {
-				continue
-			}
-			if n > 0 {
-				b = append(b, ", "...)
-			}
-			n++
-			b = appendJSONString(b, sr.Class)
-			b = append(b, `: {"capacity": `...)
-			b = strconv.AppendInt(b, sr.Capacity, 10)
-			b = append(b, `, "used": `...)
-			b = strconv.AppendInt(b, sr.Used, 10)
-			b = append(b, '}')
+		b = append(b, ": "...)
+		if f, ok := frags[s.UUID]; ok {
+			b = append(b, f...)
+			continue
 		}
-		b = append(b, '}')
-		if withTraits {
-			b = append(b, `, "traits": [`...)
-			for k, t := range s.Traits {
-				if k > 0 {
-					b = append(b, ", "...)
-				}
-				b = appendJSONString(b, t)
-			}
-			b = append(b, ']')
-		}
-		if nested {
-			b = append(b, `, "parent_provider_uuid": `...)
-			if s.ParentUUID == "" {
-				b = append(b, "null"...)
-			} else {
-				b = appendJSONString(b, s.ParentUUID)
-			}
-			b = append(b, `, "root_provider_uuid": `...)
-			b = appendJSONString(b, s.RootUUID)
-		}
-		b = append(b, '}')
+		b = appendSummaryBody(b, s, allResources, withTraits, nested, requested)
 	}
 	return append(b, "}}"...)
+}
+
+// appendSummaryBody appends one provider summary object.
+func appendSummaryBody(b []byte, s candidates.Summary, allResources, withTraits, nested bool, requested map[string]bool) []byte {
+	b = append(b, `{"resources": {`...)
+	n := 0
+	for _, sr := range s.Resources {
+		if !allResources && !requested[sr.Class] {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ", "...)
+		}
+		n++
+		b = appendJSONString(b, sr.Class)
+		b = append(b, `: {"capacity": `...)
+		b = strconv.AppendInt(b, sr.Capacity, 10)
+		b = append(b, `, "used": `...)
+		b = strconv.AppendInt(b, sr.Used, 10)
+		b = append(b, '}')
+	}
+	b = append(b, '}')
+	if withTraits {
+		b = append(b, `, "traits": [`...)
+		for k, t := range s.Traits {
+			if k > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendJSONString(b, t)
+		}
+		b = append(b, ']')
+	}
+	if nested {
+		b = append(b, `, "parent_provider_uuid": `...)
+		if s.ParentUUID == "" {
+			b = append(b, "null"...)
+		} else {
+			b = appendJSONString(b, s.ParentUUID)
+		}
+		b = append(b, `, "root_provider_uuid": `...)
+		b = appendJSONString(b, s.RootUUID)
+	}
+	return append(b, '}')
 }
 
 // appendJSONString appends s as a JSON string (UTF-8 kept as is, as

@@ -72,7 +72,7 @@ func (s *Snapshot) Find(ctx context.Context, req *Request) (*Result, error) {
 	if err := m.run(ctx); err != nil {
 		return nil, err
 	}
-	res := &Result{Capped: m.capped}
+	res := &Result{Capped: m.capped, Snapshot: s}
 	out := m.out
 	if req.Randomize {
 		rng := req.Rand
@@ -776,6 +776,10 @@ func (s *Snapshot) summaries(out []merged, nestedAware bool) []Summary {
 		}
 		sort.Slice(provs, func(i, j int) bool { return s.provs[provs[i]].id < s.provs[provs[j]].id })
 	}
+	return s.summarize(provs)
+}
+
+func (s *Snapshot) summarize(provs []int32) []Summary {
 	sums := make([]Summary, len(provs))
 	nRes, nTraits := 0, 0
 	for _, pi := range provs {

@@ -86,6 +86,9 @@ type Result struct {
 	Summaries []Summary
 	// Capped reports that MaxCandidates stopped the generation.
 	Capped bool
+	// Snapshot is the snapshot the answer was computed on (nil for an
+	// empty answer decided before any search).
+	Snapshot *Snapshot
 }
 
 // UnknownClassError is upstream's ResourceClassNotFound.

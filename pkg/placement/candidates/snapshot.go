@@ -17,6 +17,7 @@ package candidates
 import (
 	"math"
 	"sort"
+	"sync"
 )
 
 // SharingTrait marks a provider whose inventory is shared with the trees
@@ -42,6 +43,29 @@ type Snapshot struct {
 	roots     []int32
 	hasTrees  bool
 	sharing   bool // some provider has SharingTrait
+	memo      sync.Map
+}
+
+// Memo returns the value cached under key for this snapshot, building it
+// once. Callers use it for data derived from an immutable snapshot (e.g.
+// pre-rendered provider summaries); build must not retain the snapshot
+// mutably.
+func (s *Snapshot) Memo(key string, build func() any) any {
+	if v, ok := s.memo.Load(key); ok {
+		return v
+	}
+	v, _ := s.memo.LoadOrStore(key, build())
+	return v
+}
+
+// AllSummaries describes every provider, in tree order (roots by id,
+// then the tree's providers by id).
+func (s *Snapshot) AllSummaries() []Summary {
+	var provs []int32
+	for _, r := range s.roots {
+		provs = append(provs, s.treeOf[r]...)
+	}
+	return s.summarize(provs)
 }
 
 type prov struct {
