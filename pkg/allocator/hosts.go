@@ -111,6 +111,39 @@ type hostCand struct {
 // reservation. It is pure and deterministic; see the package documentation
 // for the scoring rules. rules may be nil.
 func ChooseHosts(rules *TagRules, hosts []Host, req HostRequest) (HostDecision, error) {
+	return chooseHosts(rules, PreparedHosts{Hosts: hosts}, req, ChooseOptions{})
+}
+
+// PreparedHosts are hosts whose reservations the caller keeps ready for
+// fast scans (a long-lived view such as the physical:host plugin's):
+// when Sorted[i] is true, Bounds[i] holds the start and end (Unix ns) of
+// Hosts[i].Busy[k] at [2k] and [2k+1], and Hosts[i].Busy is sorted by
+// start, has no empty reservation and no two that overlap (each starts at
+// or after the previous one's end). A host is then checked with one
+// binary search instead of a pass over all its reservations. Bounds and
+// Sorted may be nil (or Sorted[i] false): those hosts are scanned in full.
+type PreparedHosts struct {
+	Hosts  []Host
+	Bounds [][]int64
+	Sorted []bool
+}
+
+// ChooseOptions tune ChoosePrepared.
+type ChooseOptions struct {
+	// OmitRejected leaves HostDecision.Rejected nil (callers that only
+	// need the choice and the counts skip formatting a reason per host).
+	OmitRejected bool
+}
+
+// ChoosePrepared is ChooseHosts over prepared hosts: the decision is the
+// one ChooseHosts(rules, p.Hosts, req) makes (Rejected aside when
+// opt.OmitRejected), provided p meets PreparedHosts' contract.
+func ChoosePrepared(rules *TagRules, p PreparedHosts, req HostRequest, opt ChooseOptions) (HostDecision, error) {
+	return chooseHosts(rules, p, req, opt)
+}
+
+func chooseHosts(rules *TagRules, p PreparedHosts, req HostRequest, opt ChooseOptions) (HostDecision, error) {
+	hosts := p.Hosts
 	var dec HostDecision
 	if !req.Window.Start.Before(req.Window.End) {
 		return dec, fmt.Errorf("%w: window end %s is not after its start %s", ErrInvalidRequest,
@@ -128,6 +161,11 @@ func ChooseHosts(rules *TagRules, hosts []Host, req HostRequest) (HostDecision, 
 	var locPrefixes []string
 	if rules != nil {
 		locPrefixes = rules.LocationPrefixes
+	}
+	if opt.OmitRejected && req.Max <= maxTop {
+		if d, ok := chooseTop(hosts, p, req, lo, hi, locPrefixes); ok {
+			return d.finish(len(hosts), req)
+		}
 	}
 	// Rejection reasons are written into one buffer and sliced out of a
 	// single string at the end: one allocation instead of one per host.
@@ -151,7 +189,7 @@ func ChooseHosts(rules *TagRules, hosts []Host, req HostRequest) (HostDecision, 
 		}
 	}
 	// Pass 2 (pure, parallel for large inputs): reservations.
-	scans := scanAll(hosts, status, lo, hi, ws.scans)
+	scans := scanAll(p, status, lo, hi, ws.scans)
 	// Pass 3 (sequential, input order): rejections and candidates, in
 	// exactly sized slices.
 	nRej, nBusy := len(matchReason), 0
@@ -162,15 +200,20 @@ func ChooseHosts(rules *TagRules, hosts []Host, req HostRequest) (HostDecision, 
 	}
 	nRej += nBusy
 	cands := ws.cands[:0]
-	dec.Rejected = make([]Rejection, 0, nRej)
-	rb.buf = make([]byte, 0, 48*nBusy+64*len(matchReason)+len(rb.cleaning)*nBusy)
-	rb.ends = make([]int, 0, nRej)
+	if !opt.OmitRejected {
+		dec.Rejected = make([]Rejection, 0, nRej)
+		rb.buf = make([]byte, 0, 48*nBusy+64*len(matchReason)+len(rb.cleaning)*nBusy)
+		rb.ends = make([]int, 0, nRej)
+	}
 	nm := 0
 	for i := range hosts {
 		h := &hosts[i]
 		if status[i] == 1 {
 			reason := matchReason[nm]
 			nm++
+			if opt.OmitRejected {
+				continue
+			}
 			start := len(rb.buf)
 			rb.buf = append(rb.buf, "does not match properties"...)
 			if reason != "" {
@@ -183,6 +226,9 @@ func ChooseHosts(rules *TagRules, hosts []Host, req HostRequest) (HostDecision, 
 		dec.Matching++
 		sc := &scans[i]
 		if sc.conflictAt >= 0 {
+			if opt.OmitRejected {
+				continue
+			}
 			start := len(rb.buf)
 			rb.buf = appendBusyReason(rb.buf, h.Busy[sc.conflictAt], rb.cleaning)
 			rb.add(&dec, h.ID, start)
@@ -262,17 +308,20 @@ const parallelScanMin = 20000
 // split into contiguous chunks over GOMAXPROCS goroutines when there are
 // many reservations; each host's result depends only on its own input, so
 // the outcome is the same either way.
-func scanAll(hosts []Host, status []int8, lo, hi int64, out []scanResult) []scanResult {
+func scanAll(p PreparedHosts, status []int8, lo, hi int64, out []scanResult) []scanResult {
+	hosts := p.Hosts
 	run := func(from, to int) {
 		for i := from; i < to; i++ {
 			if status[i] == 0 {
-				out[i] = scanBusy(hosts[i].Busy, lo, hi)
+				out[i] = p.scan(i, lo, hi)
 			}
 		}
 	}
 	total := 0
 	for i := range hosts {
-		total += len(hosts[i].Busy)
+		if !p.sorted(i) {
+			total += len(hosts[i].Busy)
+		}
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if total < parallelScanMin || workers < 2 || len(hosts) < 2*workers {
@@ -337,6 +386,124 @@ func scanBusy(busy []Interval, lo, hi int64) scanResult {
 		r.gap += nextStart - hi
 	}
 	return r
+}
+
+func (p *PreparedHosts) sorted(i int) bool { return p.Sorted != nil && p.Sorted[i] }
+
+// scan is scanBusy for host i, by binary search when it is prepared.
+func (p *PreparedHosts) scan(i int, lo, hi int64) scanResult {
+	if p.sorted(i) {
+		return scanSorted(p.Bounds[i], lo, hi)
+	}
+	return scanBusy(p.Hosts[i].Busy, lo, hi)
+}
+
+// scanSorted is scanBusy for sorted, non-empty, disjoint reservations
+// given by their bounds: the first reservation ending after lo is the only
+// candidate for the earliest conflict; the one before it ends last before
+// the window, and when it does not conflict it is the first to start after.
+func scanSorted(b []int64, lo, hi int64) scanResult {
+	n := len(b) / 2
+	l, r := 0, n
+	for l < r {
+		m := int(uint(l+r) >> 1)
+		if b[2*m+1] > lo {
+			r = m
+		} else {
+			l = m + 1
+		}
+	}
+	if l < n && b[2*l] < hi {
+		return scanResult{conflictAt: int32(l)}
+	}
+	res := scanResult{conflictAt: -1}
+	if l == 0 {
+		res.open++
+	} else {
+		res.gap += lo - b[2*l-1]
+	}
+	if l == n {
+		res.open++
+	} else {
+		res.gap += b[2*l] - hi
+	}
+	return res
+}
+
+// maxTop bounds the Max for which chooseTop keeps the best candidates in
+// a small insertion-sorted array.
+const maxTop = 32
+
+// topDecision is chooseTop's outcome.
+type topDecision struct {
+	top            []hostCand
+	hosts          []Host
+	matching, free int
+}
+
+// chooseTop is the one-pass choice without rejections or failure domains:
+// match, scan and keep the req.Max best candidates by fit, host by host
+// (the same ones pickHosts keeps: candLess is a total order on distinct
+// IDs). It gives up (false) when a host carries a failure-domain tag.
+func chooseTop(hosts []Host, p PreparedHosts, req HostRequest, lo, hi int64, locPrefixes []string) (topDecision, bool) {
+	n := req.Max
+	d := topDecision{hosts: hosts, top: make([]hostCand, 0, n+1)}
+	for i := range hosts {
+		h := &hosts[i]
+		if len(locPrefixes) > 0 {
+			for _, t := range h.Tags {
+				if hasAnyPrefixColon(t, locPrefixes) {
+					return d, false
+				}
+			}
+		}
+		if req.Match != nil {
+			if ok, _ := req.Match(h); !ok {
+				continue
+			}
+		}
+		d.matching++
+		sc := p.scan(i, lo, hi)
+		if sc.conflictAt >= 0 {
+			continue
+		}
+		d.free++
+		c := hostCand{idx: int32(i), open: sc.open, gap: sc.gap}
+		top := d.top
+		if len(top) == n && !candLess(hosts, &c, &top[n-1]) {
+			continue
+		}
+		k := len(top)
+		top = append(top, c)
+		for k > 0 && candLess(hosts, &c, &top[k-1]) {
+			top[k] = top[k-1]
+			k--
+		}
+		top[k] = c
+		if len(top) > n {
+			top = top[:n]
+		}
+		d.top = top
+	}
+	return d, true
+}
+
+// finish turns chooseTop's outcome into ChooseHosts' decision.
+func (d topDecision) finish(nHosts int, req HostRequest) (HostDecision, error) {
+	dec := HostDecision{Matching: d.matching, Free: d.free}
+	if dec.Free < req.Min {
+		dec.Summary = fmt.Sprintf("%s considered, %s the properties, %s free in the window, %d needed",
+			countNoun(nHosts, "host", "hosts"), plural(dec.Matching, "host", "hosts"), isAre(dec.Free), req.Min)
+		return dec, &NotEnoughHostsError{Decision: dec, Needed: req.Min}
+	}
+	dec.Chosen = make([]string, len(d.top))
+	for i, c := range d.top {
+		dec.Chosen[i] = d.hosts[c.idx].ID
+	}
+	dec.Summary = fmt.Sprintf("chose %d of %s (%s considered, %s the properties)",
+		len(d.top), countNoun(dec.Free, "free host", "free hosts"), countNoun(nHosts, "host", "hosts"),
+		plural(dec.Matching, "host", "hosts"))
+	return dec, nil
 }
 
 // reasonBuf accumulates rejection reasons in one byte buffer.

@@ -396,3 +396,130 @@ func naiveChoose(rules *TagRules, hosts []Host, req HostRequest) []string {
 	}
 	return out
 }
+
+// prepare builds PreparedHosts for hosts: a host whose reservations are
+// non-empty and pairwise disjoint gets them sorted and its bounds.
+func prepare(hosts []Host) PreparedHosts {
+	p := PreparedHosts{Hosts: hosts, Bounds: make([][]int64, len(hosts)), Sorted: make([]bool, len(hosts))}
+	for i := range hosts {
+		busy := hosts[i].Busy
+		slices.SortStableFunc(busy, func(a, b Interval) int { return a.Start.Compare(b.Start) })
+		ok := true
+		for k := range busy {
+			if !busy[k].End.After(busy[k].Start) || (k > 0 && busy[k].Start.Before(busy[k-1].End)) {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		p.Sorted[i] = true
+		p.Bounds[i] = []int64{}
+		for _, b := range busy {
+			p.Bounds[i] = append(p.Bounds[i], b.Start.UnixNano(), b.End.UnixNano())
+		}
+	}
+	return p
+}
+
+// TestChoosePreparedSameDecision: ChoosePrepared decides exactly as
+// ChooseHosts (Rejected left out when asked), with prepared and
+// unprepared hosts, failure domains, properties and every count range.
+func TestChoosePreparedSameDecision(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 40).Draw(rt, "hosts")
+		racks := rapid.IntRange(0, 3).Draw(rt, "racks")
+		hosts := make([]Host, n)
+		for i := range hosts {
+			h := &hosts[i]
+			h.ID = strconv.Itoa(rapid.IntRange(1, 3*n).Draw(rt, "id"))
+			if rapid.Bool().Draw(rt, "named") {
+				h.ID = "h" + h.ID
+			}
+			h.VCPUs = int64(rapid.SampledFrom([]int{8, 16, 32}).Draw(rt, "vcpus"))
+			if racks > 0 && rapid.Bool().Draw(rt, "tagged") {
+				h.Tags = []string{"rack:r" + strconv.Itoa(rapid.IntRange(0, racks-1).Draw(rt, "rack"))}
+			}
+			disjoint := rapid.IntRange(0, 3).Draw(rt, "disjoint") > 0
+			at := rapid.IntRange(0, 6).Draw(rt, "first")
+			for range rapid.IntRange(0, 10).Draw(rt, "bookings") {
+				var s, e int
+				if disjoint {
+					s = at + rapid.IntRange(0, 5).Draw(rt, "gap")
+					e = s + rapid.IntRange(1, 6).Draw(rt, "len")
+					at = e
+				} else {
+					s = rapid.IntRange(0, 60).Draw(rt, "s")
+					e = s + rapid.IntRange(-1, 6).Draw(rt, "len")
+				}
+				h.Busy = append(h.Busy, iv(s, e))
+			}
+			if !disjoint || rapid.Bool().Draw(rt, "shuffle") {
+				rand.New(rand.NewPCG(uint64(i), 3)).Shuffle(len(h.Busy), func(a, b int) { h.Busy[a], h.Busy[b] = h.Busy[b], h.Busy[a] })
+			}
+		}
+		ws := rapid.IntRange(0, 60).Draw(rt, "start")
+		req := HostRequest{
+			Window:   iv(ws, ws+rapid.IntRange(1, 10).Draw(rt, "wlen")),
+			Cleaning: time.Duration(rapid.IntRange(0, 2).Draw(rt, "cleaning")) * 30 * time.Minute,
+			Min:      rapid.IntRange(0, n).Draw(rt, "min"),
+		}
+		req.Max = max(req.Min, 1) + rapid.SampledFrom([]int{0, 1, 2, 5, 40}).Draw(rt, "extra")
+		if rapid.Bool().Draw(rt, "match") {
+			req.Match = func(h *Host) (bool, string) { return h.VCPUs >= 16, "vcpus >= 16" }
+		}
+		var rules *TagRules
+		if racks > 0 {
+			rules = &TagRules{LocationPrefixes: []string{"rack"}}
+		}
+		want, werr := ChooseHosts(rules, hosts, req)
+		opt := ChooseOptions{OmitRejected: rapid.Bool().Draw(rt, "omit")}
+		if opt.OmitRejected {
+			want.Rejected = nil
+		}
+		var p PreparedHosts
+		if rapid.Bool().Draw(rt, "prepared") {
+			p = prepare(hosts)
+		} else {
+			p = PreparedHosts{Hosts: hosts}
+		}
+		got, gerr := ChoosePrepared(rules, p, req, opt)
+		if fmt.Sprint(werr) != fmt.Sprint(gerr) {
+			rt.Fatalf("errors differ: %v vs %v", werr, gerr)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			rt.Fatalf("decisions differ (-ChooseHosts +ChoosePrepared):\n%s", diff)
+		}
+	})
+}
+
+// BenchmarkChoosePrepared is BenchmarkChooseHosts/plain over prepared
+// hosts (the physical:host plugin's view), without rejections.
+func BenchmarkChoosePrepared(b *testing.B) {
+	r := rand.New(rand.NewPCG(42, 1))
+	hosts := make([]Host, 10000)
+	for i := range hosts {
+		hosts[i].ID = strconv.Itoa(i + 1)
+		at := t0.Add(time.Duration(r.IntN(48)) * time.Hour)
+		for range 10 {
+			s := at.Add(time.Duration(r.IntN(24*60)) * time.Minute)
+			e := s.Add(time.Duration(1+r.IntN(12)) * time.Hour)
+			hosts[i].Busy = append(hosts[i].Busy, Interval{Start: s, End: e})
+			at = e
+		}
+	}
+	p := prepare(hosts)
+	req := HostRequest{Window: Interval{Start: at(100), End: at(104)}, Cleaning: time.Hour, Min: 10, Max: 10}
+	b.ReportAllocs()
+	var dec HostDecision
+	start := cpuNow()
+	for b.Loop() {
+		var err error
+		dec, err = ChoosePrepared(nil, p, req, ChooseOptions{OmitRejected: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuNow()-start)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(dec.Free), "free")
+}
