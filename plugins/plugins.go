@@ -107,6 +107,25 @@ type Refresher interface {
 	Refresh(ctx context.Context, force bool) error
 }
 
+// Preparer is implemented by plugins that can choose the resources of a
+// new reservation from their view before the write transaction: outside
+// the single SQLite writer, concurrently with other requests. For each
+// attempt the lease service calls Prepare after Refresh, then passes its
+// result to ReservePrepared in that attempt's transaction, which locks and
+// re-checks exactly what was chosen; a conflict there is ErrRetry (the
+// attempt rolls back and the next one prepares again from the updated
+// view). Correctness never depends on the choice: only on the lock and
+// re-check.
+type Preparer interface {
+	// Prepare chooses the resources of a reservation with values v (as
+	// Validate returned them) over lease's window; fresh is set when the
+	// views were just force-refreshed (Tx.Fresh of the coming attempt).
+	// A refusal from a view that may be stale is ErrStale.
+	Prepare(ctx context.Context, lease Lease, v Values, fresh bool) (any, error)
+	// ReservePrepared is Reserve with Prepare's choice.
+	ReservePrepared(ctx context.Context, tx *Tx, lease Lease, res *models.Reservation, v Values, prepared any) (string, error)
+}
+
 // ErrStale tells the lease service that the plugin refused for lack of
 // resources from a view that may be stale: roll back, Refresh(force) every
 // plugin and run the request again (once) with Tx.Fresh set.

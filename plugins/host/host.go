@@ -460,17 +460,53 @@ func (p *Plugin) insertAllocs(ctx context.Context, tx *plugins.Tx, resID string,
 	return tx.WithContext(ctx).Create(&rows).Error
 }
 
+// choice is a new reservation's hosts chosen by Prepare.
+type choice struct {
+	ps     params
+	chosen []string
+}
+
+// Prepare implements plugins.Preparer: the hosts of a new reservation,
+// chosen from the view (allocator.ChoosePrepared; no database access).
+func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, v plugins.Values, fresh bool) (any, error) {
+	ps, err := p.params(v, nil)
+	if err != nil {
+		return nil, err
+	}
+	req := allocator.HostRequest{
+		Window:   allocator.Interval{Start: lease.Start, End: lease.End},
+		Cleaning: p.cfg.Cleaning, Min: ps.min, Max: ps.max,
+	}
+	dec, err := p.idx.choose(p.cfg.Rules, req, ps.match)
+	var ne *allocator.NotEnoughHostsError
+	if errors.As(err, &ne) && !fresh {
+		err = fmt.Errorf("%w: %w", plugins.ErrStale, err)
+	}
+	if err != nil {
+		return nil, notEnough(err)
+	}
+	return &choice{ps: ps, chosen: dec.Chosen}, nil
+}
+
 // Reserve implements plugins.Plugin.
 func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation, v plugins.Values) (string, error) {
-	ps, err := p.params(v, nil)
+	c, err := p.Prepare(ctx, lease, v, tx.Fresh)
 	if err != nil {
 		return "", err
 	}
-	win := allocator.Interval{Start: lease.Start, End: lease.End}
-	dec, err := p.choose(tx, ps, win, ps.min, ps.max, "", nil)
-	if err != nil {
-		return "", notEnough(err)
+	return p.ReservePrepared(ctx, tx, lease, res, v, c)
+}
+
+// ReservePrepared implements plugins.Preparer: lock and re-check the
+// chosen hosts, then book them.
+func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation, v plugins.Values, prepared any) (string, error) {
+	c, ok := prepared.(*choice)
+	if !ok {
+		return "", fmt.Errorf("physical:host: prepared choice of type %T", prepared)
 	}
+	ps := c.ps
+	dec := allocator.HostDecision{Chosen: c.chosen}
+	win := allocator.Interval{Start: lease.Start, End: lease.End}
 	if err := p.lockAndCheck(ctx, tx, dec.Chosen, win, ""); err != nil {
 		return "", err
 	}
@@ -684,4 +720,7 @@ func (p *Plugin) Describe(ctx context.Context, g *gorm.DB, res []*models.Reserva
 	return out, nil
 }
 
-var _ plugins.Plugin = (*Plugin)(nil)
+var (
+	_ plugins.Plugin   = (*Plugin)(nil)
+	_ plugins.Preparer = (*Plugin)(nil)
+)

@@ -25,6 +25,9 @@ type index struct {
 	// ends are sorted too, and view can pass the allocator only the
 	// bookings around the window).
 	disjoint []bool
+	// sorted[i] is disjoint[i] with no empty booking: hosts[i] then meets
+	// allocator.PreparedHosts' contract with bounds[i].
+	sorted []bool
 	// bounds[i] holds the start and end of hosts[i].Busy[k] in Unix
 	// nanoseconds at [2k] and [2k+1] (for around's binary searches).
 	bounds [][]int64
@@ -73,7 +76,7 @@ func (x *index) reload(ctx context.Context, src Source, g *gorm.DB, now time.Tim
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.hosts, x.resOf, x.infos, x.pos = nx.hosts, nx.resOf, nx.infos, nx.pos
-	x.disjoint, x.bounds = nx.disjoint, nx.bounds
+	x.disjoint, x.bounds, x.sorted = nx.disjoint, nx.bounds, nx.sorted
 	x.loaded = true
 	x.hostsAt, x.allocsAt = now, now
 	return nil
@@ -127,6 +130,7 @@ func (x *index) setHostsLocked(infos []Host) {
 	x.hosts = make([]allocator.Host, len(infos))
 	x.resOf = make([][]string, len(infos))
 	x.disjoint = make([]bool, len(infos))
+	x.sorted = make([]bool, len(infos))
 	x.bounds = make([][]int64, len(infos))
 	x.pos = make(map[string]int, len(infos))
 	for i, h := range infos {
@@ -158,14 +162,17 @@ func (x *index) sortHostLocked(i int) {
 	if !sort.IsSorted(byStart{busy, res}) {
 		sort.Sort(byStart{busy, res})
 	}
-	ok := true
-	for k := 1; k < len(busy); k++ {
-		if busy[k].Start.Before(busy[k-1].End) {
+	ok, nonEmpty := true, true
+	for k := range busy {
+		if k > 0 && busy[k].Start.Before(busy[k-1].End) {
 			ok = false
-			break
+		}
+		if !busy[k].End.After(busy[k].Start) {
+			nonEmpty = false
 		}
 	}
 	x.disjoint[i] = ok
+	x.sorted[i] = ok && nonEmpty
 	b := x.bounds[i][:0]
 	for _, iv := range busy {
 		b = append(b, iv.Start.UnixNano(), iv.End.UnixNano())
@@ -218,6 +225,7 @@ func (x *index) replaceHosts(hostIDs []string, rows []allocRow) {
 	for _, id := range hostIDs {
 		if i, ok := x.pos[id]; ok {
 			x.hosts[i].Busy, x.resOf[i] = nil, nil
+			x.sortHostLocked(i)
 		}
 	}
 	x.addRowsLocked(rows)
@@ -293,4 +301,20 @@ func (x *index) view(loT, hiT time.Time, exclude string, keep func(id string) bo
 	fn(hosts, info)
 	clear(hosts)
 	hostBufs.Put(&hosts)
+}
+
+// choose runs allocator.ChoosePrepared on the whole view under the read
+// lock (the hot path of a new reservation: no per-request copy of the
+// hosts, one binary search per host).
+func (x *index) choose(rules *allocator.TagRules, req allocator.HostRequest, match func(info func(id string) *Host) func(*allocator.Host) (bool, string)) (allocator.HostDecision, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	info := func(id string) *Host {
+		if i, ok := x.pos[id]; ok {
+			return &x.infos[i]
+		}
+		return nil
+	}
+	req.Match = match(info)
+	return allocator.ChoosePrepared(rules, allocator.PreparedHosts{Hosts: x.hosts, Bounds: x.bounds, Sorted: x.sorted}, req, allocator.ChooseOptions{OmitRejected: true})
 }

@@ -105,6 +105,14 @@ func (s *Service) DB() *db.DB { return s.db }
 // plugins' views, retrying on plugins.ErrRetry, plugins.ErrStale (once,
 // after a forced refresh) and MySQL deadlocks/lock wait timeouts.
 func (s *Service) tx(ctx context.Context, fn func(tx *plugins.Tx) error) error {
+	return s.prepTx(ctx, nil, fn)
+}
+
+// prepTx is tx with prepare run before each attempt (after the refresh,
+// outside the transaction; fresh is the attempt's Tx.Fresh): the work
+// that needs only the plugins' views, done concurrently by the callers
+// rather than one after another in the SQLite writer.
+func (s *Service) prepTx(ctx context.Context, prepare func(fresh bool) error, fn func(tx *plugins.Tx) error) error {
 	var opts *sql.TxOptions
 	if s.db.Dialect == db.MySQL {
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
@@ -123,6 +131,15 @@ func (s *Service) tx(ctx context.Context, fn func(tx *plugins.Tx) error) error {
 		// savepoint of a batch committed with one fsync; it may run again
 		// alone if the batch fails, so only the last run's tx counts), on
 		// MySQL a transaction of its own.
+		if prepare != nil {
+			if err = prepare(fresh); err != nil {
+				if errors.Is(err, plugins.ErrStale) && !fresh {
+					fresh, force = true, true
+					continue
+				}
+				return err
+			}
+		}
 		var ptx *plugins.Tx
 		err = s.db.Write(ctx, func(g *gorm.DB) error {
 			ptx = plugins.NewTx(g, s.db.Dialect, s.now())
@@ -343,7 +360,22 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 		ress []models.Reservation
 		evs  []models.Event
 	)
-	err = s.tx(ctx, func(tx *plugins.Tx) error {
+	// Resources are chosen before each attempt's transaction (plugins
+	// that are Preparers), then locked and re-checked inside it.
+	prepared := make([]any, len(rreqs))
+	prepare := func(fresh bool) error {
+		for i, rr := range rreqs {
+			if pp, ok := rr.p.(plugins.Preparer); ok {
+				c, err := pp.Prepare(ctx, lease, rr.v, fresh)
+				if err != nil {
+					return err
+				}
+				prepared[i] = c
+			}
+		}
+		return nil
+	}
+	err = s.prepTx(ctx, prepare, func(tx *plugins.Tx) error {
 		stamp := tx.Now.Truncate(time.Second)
 		l = models.Lease{ID: uuid.NewString(), Name: name, UserID: c.UserID, ProjectID: c.ProjectID,
 			StartDate: start, EndDate: end, Status: StatusPending, CreatedAt: stamp}
@@ -352,10 +384,16 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 		}
 		pl := pluginLease(&l, c.Admin)
 		ress = ress[:0]
-		for _, rr := range rreqs {
+		for i, rr := range rreqs {
 			res := models.Reservation{ID: uuid.NewString(), LeaseID: l.ID, ResourceType: rr.p.ResourceType(),
 				Status: ResPending, CreatedAt: stamp}
-			rid, err := rr.p.Reserve(ctx, tx, pl, &res, rr.v)
+			var rid string
+			var err error
+			if pp, ok := rr.p.(plugins.Preparer); ok && prepared[i] != nil {
+				rid, err = pp.ReservePrepared(ctx, tx, pl, &res, rr.v, prepared[i])
+			} else {
+				rid, err = rr.p.Reserve(ctx, tx, pl, &res, rr.v)
+			}
 			if err != nil {
 				return err
 			}
