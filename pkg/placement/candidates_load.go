@@ -272,7 +272,8 @@ func LoadSnapshotInto(tx *gorm.DB, b *candidates.Builder) (*candidates.Snapshot,
 
 // CandidateOptions are the [placement] settings that shape the search.
 type CandidateOptions struct {
-	// MaxCandidates is max_allocation_candidates (−1: unlimited).
+	// MaxCandidates is max_allocation_candidates (−1: unlimited; 0 means
+	// one, as upstream's loop does).
 	MaxCandidates int
 	// Randomize is randomize_allocation_candidates.
 	Randomize bool
@@ -285,6 +286,11 @@ func (s *Service) AllocationCandidates(ctx context.Context, req *candidates.Requ
 		return nil, err
 	}
 	req.MaxCandidates = opts.MaxCandidates
+	if opts.MaxCandidates == 0 {
+		// Upstream stops as soon as len(candidates) >= 0, i.e. after the
+		// first one; the engine reads 0 as "not set".
+		req.MaxCandidates = 1
+	}
 	req.Randomize = opts.Randomize
 	res, err := snap.Find(ctx, req)
 	if err != nil {

@@ -227,9 +227,15 @@ func TestLimitAndCap(t *testing.T) {
 		}
 	}
 	req, _ = ParseCandidatesQuery("resources=VCPU:1", microversion.Version{Major: 1, Minor: 39})
-	res, err = f.svc.AllocationCandidates(context.Background(), req, CandidateOptions{MaxCandidates: 1})
-	if err != nil || len(res.Requests) != 1 || !res.Capped {
-		t.Fatalf("cap: %v %+v", err, res)
+	for _, maxC := range []int{0, 1} {
+		res, err = f.svc.AllocationCandidates(context.Background(), req, CandidateOptions{MaxCandidates: maxC})
+		if err != nil || len(res.Requests) != 1 || !res.Capped {
+			t.Fatalf("cap %d: %v %+v", maxC, err, res)
+		}
+	}
+	res, err = f.svc.AllocationCandidates(context.Background(), req, CandidateOptions{MaxCandidates: -1})
+	if err != nil || len(res.Requests) != 3 || res.Capped {
+		t.Fatalf("no cap: %v %+v", err, res)
 	}
 }
 
