@@ -401,6 +401,11 @@ func naiveChoose(rules *TagRules, hosts []Host, req HostRequest) []string {
 // non-empty and pairwise disjoint gets them sorted and its bounds.
 func prepare(hosts []Host) PreparedHosts {
 	p := PreparedHosts{Hosts: hosts, Bounds: make([][]int64, len(hosts)), Sorted: make([]bool, len(hosts))}
+	total := 0
+	for i := range hosts {
+		total += 2 * len(hosts[i].Busy)
+	}
+	arena := make([]int64, 0, total) // contiguous, as a long-lived view would keep them
 	for i := range hosts {
 		busy := hosts[i].Busy
 		slices.SortStableFunc(busy, func(a, b Interval) int { return a.Start.Compare(b.Start) })
@@ -414,10 +419,11 @@ func prepare(hosts []Host) PreparedHosts {
 			continue
 		}
 		p.Sorted[i] = true
-		p.Bounds[i] = []int64{}
+		from := len(arena)
 		for _, b := range busy {
-			p.Bounds[i] = append(p.Bounds[i], b.Start.UnixNano(), b.End.UnixNano())
+			arena = append(arena, b.Start.UnixNano(), b.End.UnixNano())
 		}
+		p.Bounds[i] = arena[from:len(arena):len(arena)]
 	}
 	return p
 }

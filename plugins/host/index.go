@@ -73,6 +73,7 @@ func (x *index) reload(ctx context.Context, src Source, g *gorm.DB, now time.Tim
 	var nx index
 	nx.setHostsLocked(infos)
 	nx.addRowsLocked(rows)
+	nx.packBoundsLocked()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.hosts, x.resOf, x.infos, x.pos = nx.hosts, nx.resOf, nx.infos, nx.pos
@@ -121,8 +122,36 @@ func (x *index) reloadHosts(ctx context.Context, src Source, g *gorm.DB, now tim
 		}
 	}
 	x.addRowsLocked(rows)
+	x.packBoundsLocked()
 	x.hostsAt = now
 	return nil
+}
+
+// boundsSlack is the room left after each host's bounds by
+// packBoundsLocked, so a few new bookings are recorded in place.
+const boundsSlack = 8
+
+// packBoundsLocked moves every host's bounds into one array, in host
+// order (the allocator then reads them sequentially), each followed by
+// some room; a host without bookings gets empty bounds and is sorted.
+func (x *index) packBoundsLocked() {
+	total := 0
+	for _, b := range x.bounds {
+		total += len(b) + boundsSlack
+	}
+	arena := make([]int64, total)
+	off := 0
+	for i, b := range x.bounds {
+		if b == nil && len(x.hosts[i].Busy) > 0 {
+			continue // not sorted yet
+		}
+		n := copy(arena[off:], b)
+		x.bounds[i] = arena[off : off+n : off+n+boundsSlack]
+		if len(x.hosts[i].Busy) == 0 {
+			x.disjoint[i], x.sorted[i] = true, true
+		}
+		off += n + boundsSlack
+	}
 }
 
 func (x *index) setHostsLocked(infos []Host) {

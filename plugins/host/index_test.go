@@ -48,3 +48,63 @@ func TestAroundSameDecision(t *testing.T) {
 		}
 	})
 }
+
+// TestIndexChooseSameDecision: the view's prepared choice (index.choose)
+// decides as allocator.ChooseHosts over the view's hosts with all their
+// bookings, after loads, packing, bookings added and removed in place.
+func TestIndexChooseSameDecision(t *testing.T) {
+	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	hour := func(h int) time.Time { return base.Add(time.Duration(h) * time.Hour) }
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 10).Draw(rt, "hosts")
+		infos := make([]Host, n)
+		for i := range infos {
+			infos[i] = Host{ID: fmt.Sprint(i + 1), Name: fmt.Sprint("h", i+1)}
+		}
+		var x index
+		x.setHostsLocked(infos)
+		row := func(res string) allocRow {
+			h := rapid.IntRange(1, n).Draw(rt, "host")
+			s := rapid.IntRange(0, 60).Draw(rt, "start")
+			return allocRow{ComputeHostID: fmt.Sprint(h), ReservationID: res, StartDate: hour(s), EndDate: hour(s + rapid.IntRange(0, 8).Draw(rt, "len"))}
+		}
+		var rows []allocRow
+		for k := range rapid.IntRange(0, 30).Draw(rt, "rows") {
+			rows = append(rows, row(fmt.Sprint("r", k)))
+		}
+		x.addRowsLocked(rows)
+		x.packBoundsLocked()
+		for k := range rapid.IntRange(0, 6).Draw(rt, "changes") {
+			res := fmt.Sprint("r", rapid.IntRange(0, 40).Draw(rt, "res"))
+			var old []string
+			for i := range x.hosts {
+				old = append(old, x.hosts[i].ID)
+			}
+			var nrows []allocRow
+			for range rapid.IntRange(0, 3).Draw(rt, "newRows") {
+				nrows = append(nrows, row(res))
+			}
+			if k%2 == 0 {
+				x.setReservation(res, old, nrows)
+			} else {
+				x.replaceHosts([]string{fmt.Sprint(rapid.IntRange(1, n).Draw(rt, "replaced"))}, nrows)
+			}
+		}
+		ws := rapid.IntRange(0, 60).Draw(rt, "wstart")
+		req := allocator.HostRequest{
+			Window:   allocator.Interval{Start: hour(ws), End: hour(ws + rapid.IntRange(1, 8).Draw(rt, "wlen"))},
+			Cleaning: time.Duration(rapid.IntRange(0, 2).Draw(rt, "cleaning")) * 30 * time.Minute,
+			Min:      rapid.IntRange(0, n).Draw(rt, "min"),
+		}
+		req.Max = max(req.Min, 1) + rapid.IntRange(0, 3).Draw(rt, "extra")
+		got, gerr := x.choose(nil, req, func(func(string) *Host) func(*allocator.Host) (bool, string) { return nil })
+		want, werr := allocator.ChooseHosts(nil, x.hosts, req)
+		want.Rejected = nil
+		if fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			rt.Fatalf("errors differ: %v vs %v", gerr, werr)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			rt.Fatalf("decisions differ (-ChooseHosts +index.choose):\n%s", diff)
+		}
+	})
+}
