@@ -66,7 +66,7 @@ func sqliteTarget(path string) Target {
 	// cache (per connection) holds a Placement working set; temporary
 	// b-trees and the savepoint journals of the group writer stay in
 	// memory.
-	params := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)&_txlock=immediate"
+	params := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)&_txlock=immediate&_time_format=sqlite"
 	if path == ":memory:" {
 		return Target{Dialect: SQLite, Path: path, DSN: "file::memory:?cache=shared&" + params}
 	}

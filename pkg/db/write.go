@@ -125,6 +125,8 @@ type groupWriter struct {
 	conn *sql.Conn
 	// batches counts the transactions run (for tests and metrics).
 	batches atomic.Int64
+	// stmts are the writer's prepared statements, used by loop only.
+	stmts stmtCache
 }
 
 type writeReq struct {
@@ -240,6 +242,7 @@ func (w *groupWriter) getConn() (*sql.Conn, error) {
 // dropConn gives the connection back after a failure (a fresh one is
 // taken for the next transaction).
 func (w *groupWriter) dropConn() {
+	w.stmts.reset()
 	if w.conn != nil {
 		_ = w.conn.Close()
 		w.conn = nil
@@ -311,22 +314,27 @@ func (w *groupWriter) attempt(conn *sql.Conn, writes []*writeReq) (results []err
 		}
 	}()
 	g := w.d.DB.Session(&gorm.Session{NewDB: true, Context: bg})
-	g.Statement.ConnPool = tx
+	sqlDB, err := w.d.DB.DB()
+	if err != nil {
+		return nil, err
+	}
+	pool := &writeTx{tx: tx, pool: sqlDB, stmts: &w.stmts}
+	g.Statement.ConnPool = pool
 	results = make([]error, len(writes))
 	for i, r := range writes {
-		if _, err := tx.ExecContext(bg, "SAVEPOINT lh_write"); err != nil {
+		if _, err := pool.ExecContext(bg, "SAVEPOINT lh_write"); err != nil {
 			return results, fmt.Errorf("db: savepoint: %w", err)
 		}
 		ctx := context.WithValue(context.WithoutCancel(r.ctx), inWriteKey{}, true)
 		results[i] = call(g.Session(&gorm.Session{NewDB: true, Context: ctx}), r.fn)
 		if results[i] != nil {
-			if _, err := tx.ExecContext(bg, "ROLLBACK TO lh_write"); err != nil {
+			if _, err := pool.ExecContext(bg, "ROLLBACK TO lh_write"); err != nil {
 				return results, fmt.Errorf("db: rollback to savepoint: %w", err)
 			}
 		}
 		// RELEASE fails if SQLite ended the transaction under the write
 		// (an I/O error, a full disk): then the batch fails as a whole.
-		if _, err := tx.ExecContext(bg, "RELEASE lh_write"); err != nil {
+		if _, err := pool.ExecContext(bg, "RELEASE lh_write"); err != nil {
 			return results, fmt.Errorf("db: release savepoint: %w", err)
 		}
 	}
@@ -346,3 +354,94 @@ func call(tx *gorm.DB, fn func(tx *gorm.DB) error) (err error) {
 	}()
 	return fn(tx)
 }
+
+// stmtCache holds the writer's prepared statements by SQL text. They are
+// prepared on the pool, not in a transaction (a statement prepared in a
+// transaction dies with it), and each batch's transaction runs them with
+// Tx.StmtContext, which reuses their handle on the writer's connection:
+// SQLite parses and plans each distinct statement once instead of on
+// every run.
+type stmtCache struct {
+	db *sql.DB
+	m  map[string]*sql.Stmt
+}
+
+// maxCachedStmts bounds the cache: IN lists and multi-row INSERTs make
+// new SQL texts; past the bound the cache starts over.
+const maxCachedStmts = 256
+
+func (c *stmtCache) get(ctx context.Context, pool *sql.DB, q string) (*sql.Stmt, error) {
+	if st, ok := c.m[q]; ok {
+		return st, nil
+	}
+	if c.m == nil || len(c.m) >= maxCachedStmts {
+		c.reset()
+		c.m = make(map[string]*sql.Stmt)
+	}
+	st, err := pool.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	c.m[q] = st
+	return st, nil
+}
+
+func (c *stmtCache) reset() {
+	for _, st := range c.m {
+		_ = st.Close()
+	}
+	c.m = nil
+}
+
+// writeTx is the gorm.ConnPool of a write batch: the batch's transaction
+// running cached prepared statements.
+type writeTx struct {
+	tx    *sql.Tx
+	pool  *sql.DB
+	stmts *stmtCache
+}
+
+func (p *writeTx) stmt(ctx context.Context, q string) *sql.Stmt {
+	st, err := p.stmts.get(ctx, p.pool, q)
+	if err != nil {
+		return nil
+	}
+	return p.tx.StmtContext(ctx, st)
+}
+
+// PrepareContext prepares q in the transaction.
+func (p *writeTx) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) {
+	return p.tx.PrepareContext(ctx, q)
+}
+
+// ExecContext runs q with the cached statement for it.
+func (p *writeTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if st := p.stmt(ctx, q); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return p.tx.ExecContext(ctx, q, args...)
+}
+
+// QueryContext runs q with the cached statement for it.
+func (p *writeTx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := p.stmt(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return p.tx.QueryContext(ctx, q, args...)
+}
+
+// QueryRowContext runs q with the cached statement for it.
+func (p *writeTx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := p.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return p.tx.QueryRowContext(ctx, q, args...)
+}
+
+// Commit and Rollback belong to the writer; a write function that calls
+// them (through GORM) gets an error. Having them tells GORM that this is
+// a transaction, so a nested tx.Transaction becomes a savepoint.
+func (p *writeTx) Commit() error   { return errWriterOwnsTx }
+func (p *writeTx) Rollback() error { return errWriterOwnsTx }
+
+var errWriterOwnsTx = errors.New("db: a write function cannot end the write batch's transaction")

@@ -47,6 +47,8 @@ type badLenConn struct {
 	out     []byte // transformed bytes ready for the reader
 	body    int64  // body bytes to pass through before the next head
 	through bool   // pass everything through from now on
+	buf     []byte // read buffer, reused
+	outBuf  []byte // c.out's buffer, reused
 }
 
 func (c *badLenConn) Read(p []byte) (int, error) {
@@ -56,10 +58,17 @@ func (c *badLenConn) Read(p []byte) (int, error) {
 		if c.through && len(c.head) == 0 {
 			return c.Conn.Read(p)
 		}
-		buf := make([]byte, len(p))
+		if cap(c.buf) < len(p) {
+			c.buf = make([]byte, len(p))
+		}
+		buf := c.buf[:len(p)]
 		n, err := c.Conn.Read(buf)
 		if n > 0 {
+			// c.out is empty here (the loop's condition): refill its
+			// buffer from the start.
+			c.out = c.outBuf[:0]
 			c.feed(buf[:n])
+			c.outBuf = c.out[:0]
 		}
 		if len(c.out) > 0 {
 			break

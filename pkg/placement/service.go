@@ -94,11 +94,14 @@ func errConcurrent(msg string) *Error { return Conflict(CodeConcurrentUpdate, "%
 
 // bumpGeneration increments a provider's generation if it still is gen.
 func bumpGeneration(tx *gorm.DB, providerID, gen int64, now time.Time) error {
-	res := tx.Exec("UPDATE resource_providers SET generation = generation + 1, updated_at = ? WHERE id = ? AND generation = ?", now, providerID, gen)
-	if res.Error != nil {
-		return res.Error
+	res, err := db.SQLOf(tx).ExecContext(tx.Statement.Context,
+		"UPDATE resource_providers SET generation = generation + 1, updated_at = ? WHERE id = ? AND generation = ?", now, providerID, gen)
+	if err != nil {
+		return err
 	}
-	if res.RowsAffected == 0 {
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
 		return errConcurrent("resource provider generation conflict")
 	}
 	return nil
