@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/db"
@@ -99,6 +98,41 @@ func (t *Tx) Committed() {
 	t.afterCommit = nil
 }
 
+// ExecSQL runs one statement in the transaction straight on its
+// connection, without GORM's statement building (the hot paths), and
+// returns the rows affected. It runs with the transaction's own context
+// (see db.Write: a statement of a running write is never interrupted).
+func (t *Tx) ExecSQL(q string, args ...any) (int64, error) {
+	ctx := t.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, err := t.Statement.ConnPool.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// Placeholders appends n groups of "(?,…,?)" with cols placeholders each,
+// separated by commas, to a statement's text.
+func Placeholders(b []byte, n, cols int) []byte {
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '(')
+		for c := range cols {
+			if c > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '?')
+		}
+		b = append(b, ')')
+	}
+	return b
+}
+
 // Refresher is implemented by plugins that keep a cached view (the host
 // list and bookings, the floating-IP pool). The lease service calls
 // Refresh before each transaction attempt, outside the transaction;
@@ -148,14 +182,19 @@ func LockResources(tx *Tx, resourceType string, ids []string) error {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	rows := make([]models.ResourceLock, len(ids))
-	for i, id := range ids {
-		rows[i] = models.ResourceLock{ResourceType: resourceType, ResourceID: id, Version: 1}
+	q := append(make([]byte, 0, 128+8*len(ids)), "INSERT INTO blazar_resource_locks (resource_type, resource_id, version) VALUES "...)
+	q = Placeholders(q, len(ids), 3)
+	if tx.Dialect == db.MySQL {
+		q = append(q, " ON DUPLICATE KEY UPDATE version = version + 1"...)
+	} else {
+		q = append(q, " ON CONFLICT (resource_type, resource_id) DO UPDATE SET version = version + 1"...)
 	}
-	return tx.Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "resource_type"}, {Name: "resource_id"}},
-		DoUpdates: clause.Assignments(map[string]any{"version": gorm.Expr("version + 1")}),
-	}).Create(&rows).Error
+	args := make([]any, 0, 3*len(ids))
+	for _, id := range ids {
+		args = append(args, resourceType, id, 1)
+	}
+	_, err := tx.ExecSQL(string(q), args...)
+	return err
 }
 
 // Error is a Blazar API error raised by a plugin or the lease service.

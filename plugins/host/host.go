@@ -505,26 +505,90 @@ func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plug
 		return "", fmt.Errorf("physical:host: prepared choice of type %T", prepared)
 	}
 	ps := c.ps
-	dec := allocator.HostDecision{Chosen: c.chosen}
 	win := allocator.Interval{Start: lease.Start, End: lease.End}
-	if err := p.lockAndCheck(ctx, tx, dec.Chosen, win, ""); err != nil {
+	if err := p.lockAndBook(ctx, tx, res.ID, c.chosen, win); err != nil {
 		return "", err
 	}
-	hr := models.ComputeHostReservation{
-		ID: uuid.NewString(), ReservationID: res.ID,
-		CountRange:           fmt.Sprintf("%d-%d", ps.min, ps.max),
-		HypervisorProperties: ps.hyper, ResourceProperties: ps.resource,
-		BeforeEnd: ps.beforeEnd, CreatedAt: tx.Now,
-	}
-	if err := tx.WithContext(ctx).Create(&hr).Error; err != nil {
+	id := uuid.NewString()
+	if _, err := tx.ExecSQL(`INSERT INTO computehost_reservations
+		(id, reservation_id, aggregate_id, count_range, hypervisor_properties, resource_properties, before_end, created_at, updated_at)
+		VALUES (?,?,NULL,?,?,?,?,?,NULL)`,
+		id, res.ID, strconv.Itoa(ps.min)+"-"+strconv.Itoa(ps.max), ps.hyper, ps.resource, ps.beforeEnd, tx.Now); err != nil {
 		return "", err
 	}
-	if err := p.insertAllocs(ctx, tx, res.ID, dec.Chosen, win); err != nil {
-		return "", err
-	}
-	rows := allocRows(res.ID, dec.Chosen, win)
+	rows := allocRows(res.ID, c.chosen, win)
 	tx.AfterCommit(func() { p.idx.setReservation(res.ID, nil, rows) })
-	return hr.ID, nil
+	return id, nil
+}
+
+// lockAndBook is lockAndCheck and insertAllocs for a new reservation, the
+// re-check and the insert in one statement: the allocations are inserted
+// only when none of the (locked) hosts has a booking overlapping the
+// window, cleaning included; when nothing was inserted, the clash is
+// handled as lockAndCheck does (refresh those hosts, ErrRetry).
+func (p *Plugin) lockAndBook(ctx context.Context, tx *plugins.Tx, resID string, hostIDs []string, win allocator.Interval) error {
+	if len(hostIDs) == 0 {
+		return nil
+	}
+	if err := plugins.LockResources(tx, ResourceType, hostIDs); err != nil {
+		return err
+	}
+	if p.cfg.CheckHosts != nil {
+		ok, err := p.cfg.CheckHosts(tx.WithContext(ctx), hostIDs)
+		if err != nil {
+			return err
+		}
+		for _, id := range hostIDs {
+			if !ok[id] {
+				return plugins.ErrRetry // the view is refreshed before the retry
+			}
+		}
+	}
+	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
+	q := make([]byte, 0, 512+40*len(hostIDs))
+	q = append(q, "INSERT INTO computehost_allocations (id, reservation_id, compute_host_id, start_date, end_date, created_at) SELECT * FROM ("...)
+	args := make([]any, 0, 6*len(hostIDs)+len(hostIDs)+2)
+	for i, h := range hostIDs {
+		if i == 0 {
+			q = append(q, "SELECT ? AS c1, ? AS c2, ? AS c3, ? AS c4, ? AS c5, ? AS c6"...)
+		} else {
+			q = append(q, " UNION ALL SELECT ?, ?, ?, ?, ?, ?"...)
+		}
+		args = append(args, uuid.NewString(), resID, h, win.Start, win.End, tx.Now)
+	}
+	q = append(q, ") AS v WHERE NOT EXISTS (SELECT 1 FROM computehost_allocations WHERE compute_host_id IN ("...)
+	for i, h := range hostIDs {
+		if i > 0 {
+			q = append(q, ',')
+		}
+		q = append(q, '?')
+		args = append(args, h)
+	}
+	q = append(q, ") AND end_date > ? AND start_date < ?)"...)
+	args = append(args, lo, hi)
+	n, err := tx.ExecSQL(string(q), args...)
+	if err != nil {
+		return err
+	}
+	if n == int64(len(hostIDs)) {
+		return nil
+	}
+	if n != 0 {
+		return fmt.Errorf("physical:host: %d of %d allocations inserted", n, len(hostIDs))
+	}
+	var clash []string
+	if err := tx.WithContext(ctx).Table("computehost_allocations").
+		Where("compute_host_id IN ? AND end_date > ? AND start_date < ?", hostIDs, lo, hi).
+		Distinct().Pluck("compute_host_id", &clash).Error; err != nil {
+		return err
+	}
+	// The view was stale for these hosts: refresh them and retry.
+	rows, err := loadAllocs(ctx, tx.DB, clash)
+	if err != nil {
+		return err
+	}
+	p.idx.replaceHosts(clash, rows)
+	return plugins.ErrRetry
 }
 
 func (p *Plugin) load(ctx context.Context, tx *plugins.Tx, resID string) (*models.ComputeHostReservation, []string, error) {

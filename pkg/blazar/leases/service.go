@@ -379,7 +379,7 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 		stamp := tx.Now.Truncate(time.Second)
 		l = models.Lease{ID: uuid.NewString(), Name: name, UserID: c.UserID, ProjectID: c.ProjectID,
 			StartDate: start, EndDate: end, Status: StatusPending, CreatedAt: stamp}
-		if err := tx.WithContext(ctx).Create(&l).Error; err != nil {
+		if err := insertLease(tx, &l); err != nil {
 			return err
 		}
 		pl := pluginLease(&l, c.Admin)
@@ -400,10 +400,8 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 			res.ResourceID = rid
 			ress = append(ress, res)
 		}
-		if len(ress) > 0 {
-			if err := tx.WithContext(ctx).Create(&ress).Error; err != nil {
-				return err
-			}
+		if err := insertReservations(tx, ress); err != nil {
+			return err
 		}
 		evs = []models.Event{
 			{EventType: EventStart, Time: start},
@@ -419,7 +417,7 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 			evs[i].Status = EventUndone
 			evs[i].CreatedAt = stamp
 		}
-		return tx.WithContext(ctx).Create(&evs).Error
+		return insertEvents(tx, evs)
 	})
 	if err != nil {
 		return nil, err
@@ -440,6 +438,50 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 		v.Events = append(v.Events, eventView(&evs[i]))
 	}
 	return v, nil
+}
+
+// insertLease, insertReservations and insertEvents write new rows with
+// one plain statement each (no GORM reflection on the creation path).
+func insertLease(tx *plugins.Tx, l *models.Lease) error {
+	_, err := tx.ExecSQL(`INSERT INTO leases
+		(id, name, user_id, project_id, start_date, end_date, trust_id, status, degraded, created_at, updated_at)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+		l.ID, l.Name, l.UserID, l.ProjectID, l.StartDate, l.EndDate, l.TrustID, l.Status, l.Degraded, l.CreatedAt, l.UpdatedAt)
+	return err
+}
+
+func insertReservations(tx *plugins.Tx, ress []models.Reservation) error {
+	if len(ress) == 0 {
+		return nil
+	}
+	q := []byte(`INSERT INTO reservations
+		(id, lease_id, resource_id, resource_type, status, missing_resources, resources_changed, created_at, updated_at)
+		VALUES `)
+	q = plugins.Placeholders(q, len(ress), 9)
+	args := make([]any, 0, 9*len(ress))
+	for i := range ress {
+		r := &ress[i]
+		args = append(args, r.ID, r.LeaseID, r.ResourceID, r.ResourceType, r.Status, r.MissingResources, r.ResourcesChanged, r.CreatedAt, r.UpdatedAt)
+	}
+	_, err := tx.ExecSQL(string(q), args...)
+	return err
+}
+
+func insertEvents(tx *plugins.Tx, evs []models.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	q := []byte(`INSERT INTO events
+		(id, lease_id, event_type, time, status, claimed_by, claimed_at, attempts, created_at, updated_at)
+		VALUES `)
+	q = plugins.Placeholders(q, len(evs), 10)
+	args := make([]any, 0, 10*len(evs))
+	for i := range evs {
+		e := &evs[i]
+		args = append(args, e.ID, e.LeaseID, e.EventType, e.Time, e.Status, e.ClaimedBy, e.ClaimedAt, e.Attempts, e.CreatedAt, e.UpdatedAt)
+	}
+	_, err := tx.ExecSQL(string(q), args...)
+	return err
 }
 
 // beforeEndTime places the before_end_lease event.
