@@ -6,7 +6,10 @@
 // # No double booking
 //
 // Hosts are chosen from an in-memory view (the reservable hosts and their
-// booked windows, see index.go), so the hot path runs no per-host query.
+// booked windows, see index.go), so the hot path runs no per-host query;
+// a new reservation's hosts are chosen before the write transaction
+// (plugins.Preparer: Prepare, then ReservePrepared inside it), with
+// allocator.ChoosePrepared over the view's sorted booking bounds.
 // The view may be stale (another process booked a host, or our own
 // uncommitted transaction rolled back), so inside the write transaction
 // the plugin then
@@ -15,10 +18,13 @@
 //     blazar_resource_locks in sorted order (an exclusive row lock held
 //     until commit on MySQL/MariaDB; on SQLite writes are already
 //     serialised: db.Write's single writer connection in a process, BEGIN
-//     IMMEDIATE — our DSN's _txlock=immediate — between processes);
+//     IMMEDIATE — our DSN's _txlock=immediate — between processes, so a
+//     new reservation skips the lock rows there);
 //  2. re-checks, with one indexed query on computehost_allocations
 //     (compute_host_id, end_date, start_date), that none of exactly those
-//     hosts has an overlapping booking (cleaning time included). The lease
+//     hosts has an overlapping booking (cleaning time included); for a new
+//     reservation that query is the NOT EXISTS of the INSERT … SELECT that
+//     books the hosts, which inserts nothing on a clash. The lease
 //     service runs MySQL write transactions at READ COMMITTED, so this read
 //     sees every booking committed by whoever held the lock before us;
 //  3. on a conflict it refreshes the view for those hosts and returns
@@ -48,6 +54,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/allocator"
+	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/hostquery"
 	"github.com/leasehold/leasehold/plugins"
 )
@@ -530,8 +537,13 @@ func (p *Plugin) lockAndBook(ctx context.Context, tx *plugins.Tx, resID string, 
 	if len(hostIDs) == 0 {
 		return nil
 	}
-	if err := plugins.LockResources(tx, ResourceType, hostIDs); err != nil {
-		return err
+	// On SQLite the write transaction (db.Write's writer, BEGIN
+	// IMMEDIATE) already excludes every other writer until it ends: the
+	// lock rows would serialise nothing more.
+	if tx.Dialect != db.SQLite {
+		if err := plugins.LockResources(tx, ResourceType, hostIDs); err != nil {
+			return err
+		}
 	}
 	if p.cfg.CheckHosts != nil {
 		ok, err := p.cfg.CheckHosts(tx.WithContext(ctx), hostIDs)
