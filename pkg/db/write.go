@@ -23,9 +23,10 @@ import (
 //
 // On SQLite the write goes through the database's group-commit writer:
 // one goroutine owns a write connection and runs the writes that arrive
-// while it is busy back to back in one transaction, each inside its own
-// SAVEPOINT, then commits them with one COMMIT (one fsync) and answers
-// them all. Every fn sees the effects of the writes before it in the
+// while it is busy back to back in one transaction, then commits them
+// with one COMMIT (one fsync) and answers them all. A write that fails
+// is undone alone: the batch is run again with a SAVEPOINT per write
+// (see attempt). Every fn sees the effects of the writes before it in the
 // batch, exactly as if they had committed one by one, so generation and
 // capacity checks stay exact. A crash before the COMMIT returns loses
 // only writes nobody has been told about.
@@ -123,7 +124,7 @@ type groupWriter struct {
 	done chan struct{}
 	// conn is the write connection, used by loop only.
 	conn *sql.Conn
-	// batches counts the transactions run (for tests and metrics).
+	// batches counts the batches run (for tests and metrics).
 	batches atomic.Int64
 	// stmts are the writer's prepared statements, used by loop only.
 	stmts stmtCache
@@ -294,16 +295,53 @@ func (w *groupWriter) runBatch(batch []*writeReq) {
 	}
 }
 
-// attempt runs writes in one transaction on conn: each in a savepoint,
-// rolled back to it when the write fails. results[i] is write i's own
-// outcome; err, when not nil, failed the whole transaction (rolled back,
-// nothing committed).
+// attempt runs writes in one transaction on conn and commits it.
+// results[i] is write i's own outcome; err, when not nil, failed the
+// whole transaction (rolled back, nothing committed).
+//
+// A write that fails must leave nothing behind, while the others stay.
+// Savepoints do that, but while one is open SQLite copies every page it
+// changes into a sub-journal, so writes run without them first. When a
+// write fails at the head of what is left of the batch, the transaction
+// (holding nothing yet) is rolled back and the rest goes on in a new one;
+// when it fails behind writes that succeeded, the transaction is rolled
+// back and the batch from there run again with a savepoint per write
+// (each write then runs at most twice, and the earlier ones see and
+// leave the same state as before: nothing else can write in between).
 func (w *groupWriter) attempt(conn *sql.Conn, writes []*writeReq) (results []error, err error) {
-	bg := context.Background()
 	w.batches.Add(1)
+	sqlDB, err := w.d.DB.DB()
+	if err != nil {
+		return nil, err
+	}
+	results = make([]error, len(writes))
+	head := 0           // writes[:head] are answered: each failed alone
+	savepoints := false // a savepoint per write
+	for head < len(writes) {
+		failedAt, err := w.run(conn, sqlDB, writes, results, head, savepoints)
+		if err != nil {
+			return results, err
+		}
+		if failedAt < 0 {
+			return results, nil
+		}
+		if failedAt == head {
+			head++
+		} else {
+			savepoints = true
+		}
+	}
+	return results, nil
+}
+
+// run runs writes[from:] in one transaction, with a savepoint per write
+// or none. Without savepoints it stops at the first write that fails,
+// rolls back and returns its index; otherwise it commits and returns -1.
+func (w *groupWriter) run(conn *sql.Conn, sqlDB *sql.DB, writes []*writeReq, results []error, from int, savepoints bool) (failedAt int, err error) {
+	bg := context.Background()
 	tx, err := conn.BeginTx(bg, nil)
 	if err != nil {
-		return nil, fmt.Errorf("db: begin write batch: %w", err)
+		return -1, fmt.Errorf("db: begin write batch: %w", err)
 	}
 	committed := false
 	defer func() {
@@ -314,35 +352,39 @@ func (w *groupWriter) attempt(conn *sql.Conn, writes []*writeReq) (results []err
 		}
 	}()
 	g := w.d.DB.Session(&gorm.Session{NewDB: true, Context: bg})
-	sqlDB, err := w.d.DB.DB()
-	if err != nil {
-		return nil, err
-	}
 	pool := &writeTx{tx: tx, pool: sqlDB, stmts: &w.stmts}
 	g.Statement.ConnPool = pool
-	results = make([]error, len(writes))
-	for i, r := range writes {
-		if _, err := pool.ExecContext(bg, "SAVEPOINT lh_write"); err != nil {
-			return results, fmt.Errorf("db: savepoint: %w", err)
+	for i := from; i < len(writes); i++ {
+		r := writes[i]
+		if savepoints {
+			if _, err := pool.ExecContext(bg, "SAVEPOINT lh_write"); err != nil {
+				return -1, fmt.Errorf("db: savepoint: %w", err)
+			}
 		}
 		ctx := context.WithValue(context.WithoutCancel(r.ctx), inWriteKey{}, true)
 		results[i] = call(g.Session(&gorm.Session{NewDB: true, Context: ctx}), r.fn)
+		if !savepoints {
+			if results[i] != nil {
+				return i, nil // rolled back by the deferred function
+			}
+			continue
+		}
 		if results[i] != nil {
 			if _, err := pool.ExecContext(bg, "ROLLBACK TO lh_write"); err != nil {
-				return results, fmt.Errorf("db: rollback to savepoint: %w", err)
+				return -1, fmt.Errorf("db: rollback to savepoint: %w", err)
 			}
 		}
 		// RELEASE fails if SQLite ended the transaction under the write
 		// (an I/O error, a full disk): then the batch fails as a whole.
 		if _, err := pool.ExecContext(bg, "RELEASE lh_write"); err != nil {
-			return results, fmt.Errorf("db: release savepoint: %w", err)
+			return -1, fmt.Errorf("db: release savepoint: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return results, fmt.Errorf("db: commit write batch: %w", err)
+		return -1, fmt.Errorf("db: commit write batch: %w", err)
 	}
 	committed = true
-	return results, nil
+	return -1, nil
 }
 
 // call runs fn, turning a panic into a *PanicError.
