@@ -11,6 +11,7 @@ package plugins
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
@@ -112,6 +113,15 @@ func (t *Tx) ExecSQL(q string, args ...any) (int64, error) {
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// QuerySQL runs a query in the transaction as ExecSQL runs a statement.
+func (t *Tx) QuerySQL(q string, args ...any) (*sql.Rows, error) {
+	ctx := t.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return t.Statement.ConnPool.QueryContext(ctx, q, args...)
 }
 
 // Placeholders appends n groups of "(?,…,?)" with cols placeholders each,

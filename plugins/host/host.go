@@ -557,36 +557,68 @@ func (p *Plugin) lockAndBook(ctx context.Context, tx *plugins.Tx, resID string, 
 		}
 	}
 	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
-	q := make([]byte, 0, 512+40*len(hostIDs))
-	q = append(q, "INSERT INTO computehost_allocations (id, reservation_id, compute_host_id, start_date, end_date, created_at) SELECT * FROM ("...)
-	args := make([]any, 0, 6*len(hostIDs)+len(hostIDs)+2)
-	for i, h := range hostIDs {
-		if i == 0 {
-			q = append(q, "SELECT ? AS c1, ? AS c2, ? AS c3, ? AS c4, ? AS c5, ? AS c6"...)
-		} else {
-			q = append(q, " UNION ALL SELECT ?, ?, ?, ?, ?, ?"...)
-		}
-		args = append(args, uuid.NewString(), resID, h, win.Start, win.End, tx.Now)
-	}
-	q = append(q, ") AS v WHERE NOT EXISTS (SELECT 1 FROM computehost_allocations WHERE compute_host_id IN ("...)
+	// The overlap condition on exactly hostIDs, with its arguments.
+	cond := make([]byte, 0, 96+2*len(hostIDs))
+	cond = append(cond, "SELECT 1 FROM computehost_allocations WHERE compute_host_id IN ("...)
+	condArgs := make([]any, 0, len(hostIDs)+2)
 	for i, h := range hostIDs {
 		if i > 0 {
-			q = append(q, ',')
+			cond = append(cond, ',')
 		}
-		q = append(q, '?')
-		args = append(args, h)
+		cond = append(cond, '?')
+		condArgs = append(condArgs, h)
 	}
-	q = append(q, ") AND end_date > ? AND start_date < ?)"...)
-	args = append(args, lo, hi)
-	n, err := tx.ExecSQL(string(q), args...)
-	if err != nil {
-		return err
+	cond = append(cond, ") AND end_date > ? AND start_date < ?"...)
+	condArgs = append(condArgs, lo, hi)
+	args := make([]any, 0, 6*len(hostIDs)+len(condArgs))
+	for _, h := range hostIDs {
+		args = append(args, uuid.NewString(), resID, h, win.Start, win.End, tx.Now)
 	}
-	if n == int64(len(hostIDs)) {
+	q := make([]byte, 0, 256+len(cond)+40*len(hostIDs))
+	q = append(q, "INSERT INTO computehost_allocations (id, reservation_id, compute_host_id, start_date, end_date, created_at) "...)
+	var clashed bool
+	if tx.Dialect == db.SQLite {
+		// No round trips to save: check, then insert (an INSERT that
+		// reads its own table goes through a temporary table in SQLite).
+		rows, err := tx.QuerySQL(string(append(cond, " LIMIT 1"...)), condArgs...)
+		if err != nil {
+			return err
+		}
+		clashed = rows.Next()
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		if !clashed {
+			q = append(q, "VALUES "...)
+			q = plugins.Placeholders(q, len(hostIDs), 6)
+			if _, err := tx.ExecSQL(string(q), args...); err != nil {
+				return err
+			}
+		}
+	} else {
+		// One round trip: insert only when nothing overlaps.
+		q = append(q, "SELECT * FROM ("...)
+		for i := range hostIDs {
+			if i == 0 {
+				q = append(q, "SELECT ? AS c1, ? AS c2, ? AS c3, ? AS c4, ? AS c5, ? AS c6"...)
+			} else {
+				q = append(q, " UNION ALL SELECT ?, ?, ?, ?, ?, ?"...)
+			}
+		}
+		q = append(q, ") AS v WHERE NOT EXISTS ("...)
+		q = append(q, cond...)
+		q = append(q, ')')
+		n, err := tx.ExecSQL(string(q), append(args, condArgs...)...)
+		if err != nil {
+			return err
+		}
+		if n != 0 && n != int64(len(hostIDs)) {
+			return fmt.Errorf("physical:host: %d of %d allocations inserted", n, len(hostIDs))
+		}
+		clashed = n == 0
+	}
+	if !clashed {
 		return nil
-	}
-	if n != 0 {
-		return fmt.Errorf("physical:host: %d of %d allocations inserted", n, len(hostIDs))
 	}
 	var clash []string
 	if err := tx.WithContext(ctx).Table("computehost_allocations").
