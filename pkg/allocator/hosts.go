@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // Interval is a half-open time interval [Start, End).
@@ -520,7 +521,12 @@ func (rb *reasonBuf) add(dec *HostDecision, id string, start int) {
 }
 
 func (rb *reasonBuf) finish(dec *HostDecision) {
-	all := string(rb.buf)
+	if len(rb.buf) == 0 {
+		return
+	}
+	// The buffer is never written again: the reasons share it instead of
+	// a copy.
+	all := unsafe.String(&rb.buf[0], len(rb.buf))
 	prev := 0
 	for i, e := range rb.ends {
 		dec.Rejected[i].Reason = all[prev:e]
