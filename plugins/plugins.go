@@ -164,8 +164,11 @@ type Preparer interface {
 	// Prepare chooses the resources of a reservation with values v (as
 	// Validate returned them) over lease's window; fresh is set when the
 	// views were just force-refreshed (Tx.Fresh of the coming attempt).
-	// A refusal from a view that may be stale is ErrStale.
-	Prepare(ctx context.Context, lease Lease, v Values, fresh bool) (any, error)
+	// earlier are this plugin's choices for the reservations before this
+	// one in the same request: they are booked in the same transaction,
+	// so this choice must leave their resources out. A refusal from a
+	// view that may be stale is ErrStale.
+	Prepare(ctx context.Context, lease Lease, v Values, fresh bool, earlier []any) (any, error)
 	// ReservePrepared is Reserve with Prepare's choice.
 	ReservePrepared(ctx context.Context, tx *Tx, lease Lease, res *models.Reservation, v Values, prepared any) (string, error)
 }

@@ -475,7 +475,7 @@ type choice struct {
 
 // Prepare implements plugins.Preparer: the hosts of a new reservation,
 // chosen from the view (allocator.ChoosePrepared; no database access).
-func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, v plugins.Values, fresh bool) (any, error) {
+func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, v plugins.Values, fresh bool, earlier []any) (any, error) {
 	ps, err := p.params(v, nil)
 	if err != nil {
 		return nil, err
@@ -484,7 +484,24 @@ func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, v plugins.Val
 		Window:   allocator.Interval{Start: lease.Start, End: lease.End},
 		Cleaning: p.cfg.Cleaning, Min: ps.min, Max: ps.max,
 	}
-	dec, err := p.idx.choose(p.cfg.Rules, req, ps.match)
+	match := ps.match
+	if taken := takenBy(earlier); len(taken) > 0 {
+		// Hosts of the request's earlier reservations are busy over the
+		// window too (booked in the same transaction).
+		match = func(info func(string) *Host) func(*allocator.Host) (bool, string) {
+			m := ps.match(info)
+			return func(h *allocator.Host) (bool, string) {
+				if taken[h.ID] {
+					return false, "taken by another reservation of the lease"
+				}
+				if m == nil {
+					return true, ""
+				}
+				return m(h)
+			}
+		}
+	}
+	dec, err := p.idx.choose(p.cfg.Rules, req, match)
 	var ne *allocator.NotEnoughHostsError
 	if errors.As(err, &ne) && !fresh {
 		err = fmt.Errorf("%w: %w", plugins.ErrStale, err)
@@ -495,9 +512,25 @@ func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, v plugins.Val
 	return &choice{ps: ps, chosen: dec.Chosen}, nil
 }
 
+// takenBy is the set of hosts of earlier choices.
+func takenBy(earlier []any) map[string]bool {
+	var taken map[string]bool
+	for _, e := range earlier {
+		if c, ok := e.(*choice); ok {
+			for _, id := range c.chosen {
+				if taken == nil {
+					taken = map[string]bool{}
+				}
+				taken[id] = true
+			}
+		}
+	}
+	return taken
+}
+
 // Reserve implements plugins.Plugin.
 func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation, v plugins.Values) (string, error) {
-	c, err := p.Prepare(ctx, lease, v, tx.Fresh)
+	c, err := p.Prepare(ctx, lease, v, tx.Fresh, nil)
 	if err != nil {
 		return "", err
 	}

@@ -354,3 +354,34 @@ func TestFloatingIPReservation(t *testing.T) {
 	}
 	create(t, svc, owner, "d", "2030-01-02 12:00", "2030-01-02 13:00", fip(2))
 }
+
+// TestTwoHostReservations: the host reservations of one lease get
+// distinct hosts (each choice leaves out the ones before it), and a
+// lease whose reservations together need more hosts than there are is
+// refused whole.
+func TestTwoHostReservations(t *testing.T) {
+	svc, _ := setup(t, 3, nil, leasestest.Options{})
+	v := create(t, svc, owner, "two", "2030-01-02 00:00", "2030-01-03 00:00",
+		leasestest.HostReservation(1, 2, "", ""), leasestest.HostReservation(1, 1, "", ""))
+	if len(v.Reservations) != 2 {
+		t.Fatalf("%d reservations, want 2", len(v.Reservations))
+	}
+	var hosts []string
+	if err := svc.DB().Raw("SELECT compute_host_id FROM computehost_allocations ORDER BY compute_host_id").Scan(&hosts).Error; err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"1", "2", "3"}, hosts); diff != "" {
+		t.Errorf("booked hosts (-want +got):\n%s", diff)
+	}
+	_, err := svc.Create(context.Background(), owner, leases.CreateRequest{
+		Name: "too many", StartDate: "2030-02-01 00:00", EndDate: "2030-02-02 00:00",
+		Reservations: []map[string]any{leasestest.HostReservation(2, 2, "", ""), leasestest.HostReservation(2, 2, "", "")},
+	})
+	if status(err) != http.StatusConflict {
+		t.Fatalf("create needing 4 of 3 hosts: err %v (status %d), want 409", err, status(err))
+	}
+	var n int64
+	if err := svc.DB().Raw("SELECT COUNT(*) FROM leases").Scan(&n).Error; err != nil || n != 1 {
+		t.Fatalf("%d leases (err %v), want 1: the refused lease left rows", n, err)
+	}
+}

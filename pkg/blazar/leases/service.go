@@ -366,7 +366,13 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 	prepare := func(fresh bool) error {
 		for i, rr := range rreqs {
 			if pp, ok := rr.p.(plugins.Preparer); ok {
-				c, err := pp.Prepare(ctx, lease, rr.v, fresh)
+				var earlier []any
+				for j := range i {
+					if rreqs[j].p == rr.p {
+						earlier = append(earlier, prepared[j])
+					}
+				}
+				c, err := pp.Prepare(ctx, lease, rr.v, fresh, earlier)
 				if err != nil {
 					return err
 				}
