@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -323,4 +324,28 @@ func TestWriteBatchedEqualsSequential(t *testing.T) {
 			rt.Fatalf("balances differ from the sequential run (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// BenchmarkWriteParallel measures durable writes from concurrent callers
+// (one small UPDATE each): on SQLite they share commits through the group
+// writer; compare -cpu 1 (little to group) with more.
+func BenchmarkWriteParallel(b *testing.B) {
+	for _, dialect := range dbtest.Dialects() {
+		b.Run(string(dialect), func(b *testing.B) {
+			d := dbtest.OpenDialect(b, dialect)
+			balances(b, d, 64)
+			var next atomic.Int64
+			b.SetParallelism(8)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					account := int(next.Add(1) % 64)
+					if err := d.Write(context.Background(), func(tx *gorm.DB) error { return move(tx, account, 1) }); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
