@@ -231,7 +231,7 @@ func chooseHosts(rules *TagRules, p PreparedHosts, req HostRequest, opt ChooseOp
 				continue
 			}
 			start := len(rb.buf)
-			rb.buf = appendBusyReason(rb.buf, h.Busy[sc.conflictAt], rb.cleaning)
+			rb.buf = appendBusyReason(rb.buf, Interval{Start: time.Unix(0, sc.gap), End: time.Unix(0, sc.end)}, rb.cleaning)
 			rb.add(&dec, h.ID, start)
 			continue
 		}
@@ -296,7 +296,10 @@ func hasAnyPrefixColon(t string, prefixes []string) bool {
 
 // scanResult is the outcome of scanBusy for one host.
 type scanResult struct {
-	gap        int64
+	// gap is the fit of a free host; for a busy one, gap and end are the
+	// bounds (Unix ns) of the conflicting reservation, kept so that its
+	// rejection reason needs no second look at the reservations.
+	gap, end   int64
 	conflictAt int32 // index of the earliest conflicting reservation, or -1
 	open       int8
 }
@@ -348,7 +351,7 @@ func scanBusy(busy []Interval, lo, hi int64) scanResult {
 		maxT = int64(1<<63 - 1)
 	)
 	prevEnd, nextStart := minT, maxT
-	conflictStart := maxT
+	conflictStart, conflictEnd := maxT, maxT
 	conflictAt := -1
 	for k := range busy {
 		s := busy[k].Start.UnixNano()
@@ -369,11 +372,12 @@ func scanBusy(busy []Interval, lo, hi int64) scanResult {
 		}
 		nextStart = min(nextStart, ns)
 		if s < hi && lo < e && s < conflictStart {
-			conflictStart, conflictAt = s, k
+			conflictStart, conflictEnd, conflictAt = s, e, k
 		}
 	}
 	r := scanResult{conflictAt: int32(conflictAt)}
 	if conflictAt >= 0 {
+		r.gap, r.end = conflictStart, conflictEnd
 		return r
 	}
 	if prevEnd == minT {
@@ -415,7 +419,7 @@ func scanSorted(b []int64, lo, hi int64) scanResult {
 		}
 	}
 	if l < n && b[2*l] < hi {
-		return scanResult{conflictAt: int32(l)}
+		return scanResult{conflictAt: int32(l), gap: b[2*l], end: b[2*l+1]}
 	}
 	res := scanResult{conflictAt: -1}
 	if l == 0 {
