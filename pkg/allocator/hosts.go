@@ -231,7 +231,7 @@ func chooseHosts(rules *TagRules, p PreparedHosts, req HostRequest, opt ChooseOp
 				continue
 			}
 			start := len(rb.buf)
-			rb.buf = appendBusyReason(rb.buf, Interval{Start: time.Unix(0, sc.gap), End: time.Unix(0, sc.end)}, rb.cleaning)
+			rb.buf = appendBusyReasonNs(rb.buf, sc.gap, sc.end, rb.cleaning)
 			rb.add(&dec, h.ID, start)
 			continue
 		}
@@ -546,6 +546,15 @@ func appendBusyReason(b []byte, iv Interval, suffix string) []byte {
 	return append(b, suffix...)
 }
 
+// appendBusyReasonNs is appendBusyReason for bounds in Unix ns.
+func appendBusyReasonNs(b []byte, start, end int64, suffix string) []byte {
+	b = append(b, "busy "...)
+	b = appendUnixNano(b, start)
+	b = append(b, "–"...)
+	b = appendUnixNano(b, end)
+	return append(b, suffix...)
+}
+
 // appendTime appends t in UTC as 2006-01-02T15:04Z, or in full RFC 3339
 // when it has seconds.
 func appendTime(b []byte, t time.Time) []byte {
@@ -565,6 +574,48 @@ func appendTime(b []byte, t time.Time) []byte {
 }
 
 func fmtTime(t time.Time) string { return string(appendTime(nil, t)) }
+
+// appendUnixNano is appendTime(b, time.Unix(0, ns)) with one conversion
+// from the Unix time to the civil date (days to year/month/day as in
+// Howard Hinnant's days_from_civil inverse) instead of three.
+func appendUnixNano(b []byte, ns int64) []byte {
+	if ns%1e9 != 0 {
+		return appendTime(b, time.Unix(0, ns))
+	}
+	sec := ns / 1e9
+	days := sec / 86400
+	rem := sec % 86400
+	if rem < 0 {
+		days--
+		rem += 86400
+	}
+	z := days + 719468
+	era := z / 146097
+	if z < 0 && z%146097 != 0 {
+		era--
+	}
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y := yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d := doy - (153*mp+2)/5 + 1
+	mo := mp + 3
+	if mp >= 10 {
+		mo = mp - 9
+	}
+	if mo <= 2 {
+		y++
+	}
+	hh, mm, ss := rem/3600, rem%3600/60, rem%60
+	b = append(b, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+		byte('0'+mo/10), byte('0'+mo%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
+		byte('0'+hh/10), byte('0'+hh%10), ':', byte('0'+mm/10), byte('0'+mm%10))
+	if ss != 0 {
+		b = append(b, ':', byte('0'+ss/10), byte('0'+ss%10))
+	}
+	return append(b, 'Z')
+}
 
 // candLess orders free hosts by fit: fewer unbounded sides first (the window
 // fills a hole between reservations), then smaller leftover gap, then ID.

@@ -529,3 +529,26 @@ func BenchmarkChoosePrepared(b *testing.B) {
 	b.ReportMetric(float64(cpuNow()-start)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(dec.Free), "free")
 }
+
+// TestAppendUnixNano: the fast formatting of reservation bounds matches
+// appendTime over the whole int64 range, whole minutes, seconds and not.
+func TestAppendUnixNano(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		ns := rapid.Int64().Draw(rt, "ns")
+		switch rapid.IntRange(0, 2).Draw(rt, "unit") {
+		case 0:
+			ns -= ns % 60e9
+		case 1:
+			ns -= ns % 1e9
+		}
+		want := string(appendTime(nil, time.Unix(0, ns)))
+		if got := string(appendUnixNano(nil, ns)); got != want {
+			rt.Fatalf("appendUnixNano(%d) = %q, want %q", ns, got, want)
+		}
+	})
+	for _, ns := range []int64{0, -1e9, -86400e9, 951782400e9, 4107542400e9, -62135596800e9 / 10} {
+		if got, want := string(appendUnixNano(nil, ns)), string(appendTime(nil, time.Unix(0, ns))); got != want {
+			t.Errorf("appendUnixNano(%d) = %q, want %q", ns, got, want)
+		}
+	}
+}
