@@ -6,7 +6,12 @@
 //
 // No double booking: plugins choose resources from a possibly cached view,
 // then lock exactly the chosen resources inside the write transaction and
-// re-check them with an indexed query (see plugins/host). On a conflict the
+// re-check them with an indexed query (see plugins/host). For a new
+// lease, plugins that implement plugins.Preparer choose before each
+// attempt's transaction (Create runs them in the caller's goroutine, not
+// in the SQLite writer), and only the lock, the re-check and the inserts
+// run inside it; the creation path writes with plain statements
+// (plugins.Tx.ExecSQL) rather than GORM's reflection. On a conflict the
 // plugin returns plugins.ErrRetry and this package rolls back and runs the
 // whole request again, at most MaxAttempts times. MySQL/MariaDB write
 // transactions run at READ COMMITTED so that re-check sees every booking
