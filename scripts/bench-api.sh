@@ -11,7 +11,7 @@
 # its allocation behind (the writes are durable and counted).
 #
 #   BENCH_DBS="sqlite mysql"  BENCH_SECONDS=10  BENCH_CONNS=10  BENCH_THREADS=2
-#   BENCH_PROVIDERS_N=20  BENCH_LOG_LEVEL=warn
+#   BENCH_PROVIDERS_N=20  BENCH_LOG_LEVEL=warn  BENCH_MYSQL_SOCKET=/path/mysqld.sock
 #   BENCH_PPROF=1: run scripts/pprofserve (leasehold serve + net/http/pprof)
 #   instead and save a CPU profile of each run in bench-results/cpu-<db>-<get|put>.pprof
 #   (go tool pprof -top bin/leasehold-pprof bench-results/cpu-sqlite-put.pprof)
@@ -62,6 +62,9 @@ for db in $DBS; do
       fi
       mysql_url="$(scripts/mysql-db.sh create lh_bench_)"
       url="$mysql_url"
+      # BENCH_MYSQL_SOCKET=/path/mysqld.sock: reach the server through its
+      # Unix socket instead of loopback TCP.
+      if [ -n "${BENCH_MYSQL_SOCKET:-}" ]; then url="$url?unix_socket=$BENCH_MYSQL_SOCKET"; fi
       ;;
     *) echo "bench-api: unknown db $db" >&2; exit 2 ;;
   esac

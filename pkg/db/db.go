@@ -5,12 +5,15 @@ package db
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	mysqldrv "github.com/go-sql-driver/mysql"
 	"gorm.io/driver/mysql"
 	gormsqlite "gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -35,6 +38,8 @@ type DB struct {
 	wmu    sync.Mutex
 	w      *groupWriter
 	closed bool
+	// rc is MySQL's READ COMMITTED pool (see openReadCommitted).
+	rc *gorm.DB
 }
 
 // Open connects to the database at url. It does not migrate.
@@ -96,7 +101,61 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		return nil, fmt.Errorf("connect to database %s: %w", redact(rawURL), err)
 	}
 	slog.DebugContext(ctx, "database open", "dialect", t.Dialect, "url", redact(rawURL))
-	return &DB{DB: g, Dialect: t.Dialect, memory: t.Dialect == SQLite && t.Path == ":memory:"}, nil
+	d := &DB{DB: g, Dialect: t.Dialect, memory: t.Dialect == SQLite && t.Path == ":memory:"}
+	if t.Dialect == MySQL {
+		if d.rc, err = openReadCommitted(t.DSN, cfg); err != nil {
+			_ = sqlDB.Close()
+			return nil, fmt.Errorf("open database %s: %w", redact(rawURL), err)
+		}
+	}
+	return d, nil
+}
+
+// openReadCommitted opens a second MySQL pool whose sessions run READ
+// COMMITTED by default. The writes that ask for that level (all of
+// Placement's and the lease engine's) run on it and begin with a single
+// START TRANSACTION round trip; through the main pool the driver first
+// sends SET TRANSACTION ISOLATION LEVEL for each transaction.
+func openReadCommitted(dsn string, cfg *gorm.Config) (*gorm.DB, error) {
+	mc, err := mysqldrv.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	inner, err := mysqldrv.NewConnector(mc)
+	if err != nil {
+		return nil, err
+	}
+	pool := sql.OpenDB(rcConnector{inner})
+	pool.SetMaxOpenConns(64)
+	pool.SetMaxIdleConns(64)
+	pool.SetConnMaxLifetime(time.Hour)
+	rcCfg := *cfg
+	g, err := gorm.Open(mysql.New(mysql.Config{Conn: pool}), &rcCfg)
+	if err != nil {
+		_ = pool.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// rcConnector makes every new connection READ COMMITTED.
+type rcConnector struct{ driver.Connector }
+
+func (c rcConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		_ = conn.Close()
+		return nil, errors.New("db: MySQL driver connection cannot execute statements")
+	}
+	if _, err := ex.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", nil); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 // SQLOf is the database/sql handle under a GORM session: the pool, or
@@ -107,9 +166,14 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 func SQLOf(tx *gorm.DB) gorm.ConnPool { return tx.Statement.ConnPool }
 
 // Close stops the group-commit writer (after the writes it holds) and
-// closes the underlying pool.
+// closes the underlying pools.
 func (d *DB) Close() error {
 	d.stopWriter()
+	if d.rc != nil {
+		if rcDB, err := d.rc.DB(); err == nil {
+			_ = rcDB.Close()
+		}
+	}
 	sqlDB, err := d.DB.DB()
 	if err != nil {
 		return err

@@ -94,9 +94,13 @@ func IsLockConflict(err error) bool {
 // writeTx runs fn in a transaction of its own, again on lock conflicts.
 func (d *DB) writeTx(ctx context.Context, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
 	wctx := context.WithValue(ctx, inWriteKey{}, true)
+	g := d.DB
+	if d.rc != nil && len(opts) == 1 && opts[0] != nil && opts[0].Isolation == sql.LevelReadCommitted && !opts[0].ReadOnly {
+		g, opts = d.rc, nil // its sessions are READ COMMITTED already
+	}
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = d.DB.WithContext(wctx).Transaction(fn, opts...)
+		err = g.WithContext(wctx).Transaction(fn, opts...)
 		if err == nil || !IsLockConflict(err) || attempt >= WriteAttempts || ctx.Err() != nil {
 			return err
 		}

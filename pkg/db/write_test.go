@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"runtime"
@@ -347,5 +348,40 @@ func BenchmarkWriteParallel(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// TestWriteIsolationMySQL: a write asking for READ COMMITTED runs on the
+// pool whose sessions default to it (the session variable shows it; a
+// level set for one transaction does not), and one asking for nothing
+// keeps the server's default.
+func TestWriteIsolationMySQL(t *testing.T) {
+	if dbtest.MySQLServer() == "" {
+		t.Skip("needs " + dbtest.EnvMySQLDSN)
+	}
+	d := dbtest.OpenDialect(t, db.MySQL)
+	level := func(tx *gorm.DB) string {
+		var s string
+		if err := tx.Raw("SELECT @@tx_isolation").Scan(&s).Error; err != nil {
+			if err := tx.Raw("SELECT @@transaction_isolation").Scan(&s).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		opts []*sql.TxOptions
+		want string
+	}{
+		{[]*sql.TxOptions{{Isolation: sql.LevelReadCommitted}}, "READ-COMMITTED"},
+		{nil, "REPEATABLE-READ"},
+	} {
+		var got string
+		if err := d.Write(context.Background(), func(tx *gorm.DB) error { got = level(tx); return nil }, tc.opts...); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("options %+v: isolation %s, want %s", tc.opts, got, tc.want)
+		}
 	}
 }
