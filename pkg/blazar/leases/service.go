@@ -139,7 +139,11 @@ func (s *Service) prepTx(ctx context.Context, prepare func(fresh bool) error, fn
 		if prepare != nil {
 			if err = prepare(fresh); err != nil {
 				if errors.Is(err, plugins.ErrStale) && !fresh {
+					// The one forced refresh is not an attempt: a stale
+					// refusal on the last attempt must still be re-judged
+					// on a fresh view rather than escape as ErrStale.
 					fresh, force = true, true
+					attempt--
 					continue
 				}
 				return err
@@ -157,6 +161,7 @@ func (s *Service) prepTx(ctx context.Context, prepare func(fresh bool) error, fn
 		}
 		if errors.Is(err, plugins.ErrStale) && !fresh {
 			fresh, force = true, true
+			attempt--
 			continue
 		}
 		force = false
@@ -165,7 +170,7 @@ func (s *Service) prepTx(ctx context.Context, prepare func(fresh bool) error, fn
 		}
 		slog.DebugContext(ctx, "lease transaction conflict, retrying", "attempt", attempt, "err", err)
 	}
-	if errors.Is(err, plugins.ErrRetry) {
+	if errors.Is(err, plugins.ErrRetry) || errors.Is(err, plugins.ErrStale) {
 		return plugins.Conflict("Too many concurrent bookings of the same resources; try again.")
 	}
 	return err
