@@ -546,14 +546,15 @@ func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plug
 	}
 	ps := c.ps
 	win := allocator.Interval{Start: lease.Start, End: lease.End}
-	if err := p.lockAndBook(ctx, tx, res.ID, c.chosen, win); err != nil {
-		return "", err
-	}
 	id := uuid.NewString()
 	if _, err := tx.ExecSQL(`INSERT INTO computehost_reservations
 		(id, reservation_id, aggregate_id, count_range, hypervisor_properties, resource_properties, before_end, created_at, updated_at)
 		VALUES (?,?,NULL,?,?,?,?,?,NULL)`,
 		id, res.ID, strconv.Itoa(ps.min)+"-"+strconv.Itoa(ps.max), ps.hyper, ps.resource, ps.beforeEnd, tx.Now); err != nil {
+		return "", err
+	}
+	// Last: the host locks are held from here to the commit.
+	if err := p.lockAndBook(ctx, tx, res.ID, c.chosen, win); err != nil {
 		return "", err
 	}
 	rows := allocRows(res.ID, c.chosen, win)

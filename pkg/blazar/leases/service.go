@@ -398,6 +398,25 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 		if err := insertLease(tx, &l); err != nil {
 			return err
 		}
+		// The events first: the plugins lock their resources as late as
+		// possible (MySQL row locks are held until the commit).
+		evs = []models.Event{
+			{EventType: EventStart, Time: start},
+			{EventType: EventEnd, Time: end},
+		}
+		if be, ok := s.beforeEndTime(beforeEnd, start, end); ok {
+			evs = append(evs, models.Event{EventType: EventBeforeEnd, Time: be})
+		}
+		evs = append(evs, extra...)
+		for i := range evs {
+			evs[i].ID = uuid.NewString()
+			evs[i].LeaseID = l.ID
+			evs[i].Status = EventUndone
+			evs[i].CreatedAt = stamp
+		}
+		if err := insertEvents(tx, evs); err != nil {
+			return err
+		}
 		pl := pluginLease(&l, c.Admin)
 		ress = ress[:0]
 		for i, rr := range rreqs {
@@ -416,24 +435,7 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 			res.ResourceID = rid
 			ress = append(ress, res)
 		}
-		if err := insertReservations(tx, ress); err != nil {
-			return err
-		}
-		evs = []models.Event{
-			{EventType: EventStart, Time: start},
-			{EventType: EventEnd, Time: end},
-		}
-		if be, ok := s.beforeEndTime(beforeEnd, start, end); ok {
-			evs = append(evs, models.Event{EventType: EventBeforeEnd, Time: be})
-		}
-		evs = append(evs, extra...)
-		for i := range evs {
-			evs[i].ID = uuid.NewString()
-			evs[i].LeaseID = l.ID
-			evs[i].Status = EventUndone
-			evs[i].CreatedAt = stamp
-		}
-		return insertEvents(tx, evs)
+		return insertReservations(tx, ress)
 	})
 	if err != nil {
 		return nil, err
