@@ -538,15 +538,7 @@ func (rb *reasonBuf) finish(dec *HostDecision) {
 	}
 }
 
-func appendBusyReason(b []byte, iv Interval, suffix string) []byte {
-	b = append(b, "busy "...)
-	b = appendTime(b, iv.Start)
-	b = append(b, "–"...)
-	b = appendTime(b, iv.End)
-	return append(b, suffix...)
-}
-
-// appendBusyReasonNs is appendBusyReason for bounds in Unix ns.
+// appendBusyReasonNs appends a busy host's reason for the reservation [start, end) (Unix ns).
 func appendBusyReasonNs(b []byte, start, end int64, suffix string) []byte {
 	b = append(b, "busy "...)
 	b = appendUnixNano(b, start)
