@@ -259,17 +259,6 @@ func (n *Node) setSec(inst *Instance) {
 	n.InstSpindles += n.spindleDelta(inst)
 }
 
-// nodesOfGroup returns the indices of the nodes of group g, in order.
-func (c *Cluster) nodesOfGroup(g int) []int {
-	var out []int
-	for i := range c.Nodes {
-		if c.Nodes[i].Group == g {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
 // groupsWithNodes returns the indices of groups that have nodes, in order
 // (Ganeti's splitCluster).
 func (c *Cluster) groupsWithNodes() []int {

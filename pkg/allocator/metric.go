@@ -219,28 +219,6 @@ func (st *Stats) addPairsExtra(pairs [][2]string) int {
 	return d
 }
 
-// commitPairs adds (or with sign -1 removes) pairs to the cluster map.
-func (st *Stats) commitPairs(pairs [][2]string, sign int) {
-	if len(pairs) == 0 {
-		return
-	}
-	m := make(map[[2]string]int, len(st.mapCount)+len(pairs))
-	for k, v := range st.mapCount {
-		m[k] = v
-	}
-	for _, p := range pairs {
-		m[p] += sign
-		if m[p] <= 0 {
-			delete(m, p)
-		}
-	}
-	st.mapCount = m
-	st.mapExtra = 0
-	for _, cnt := range m {
-		st.mapExtra += cnt - 1
-	}
-}
-
 // clone copies the statistics (the map is shared: copy on write).
 func (st *Stats) clone() *Stats {
 	c := *st

@@ -44,9 +44,7 @@ func readOslo(v *viper.Viper, file string) error {
 				setNested(m, alias, val)
 				continue
 			}
-			if strings.HasPrefix(full, "default.") {
-				full = strings.TrimPrefix(full, "default.")
-			}
+			full = strings.TrimPrefix(full, "default.")
 			setNested(m, full, val)
 		}
 	}

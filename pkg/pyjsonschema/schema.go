@@ -297,9 +297,7 @@ func (s *Schema) compile(raw Value, loc string) (*node, error) {
 				break
 			}
 			k.ref = v.s
-			if _, err = s.resolve(v.s, kloc); err != nil {
-				break
-			}
+			_, err = s.resolve(v.s, kloc)
 		case "$dynamicRef", "additionalItems", "unevaluatedItems", "unevaluatedProperties":
 			err = schemaErr(kloc, "keyword %q is not implemented", m.Key)
 		case "$defs", "definitions":
