@@ -46,6 +46,18 @@ type snapshotCache struct {
 	fmu     sync.Mutex
 	running bool
 	next    *markerCall
+
+	// On a SQLite file, PRAGMA data_version on a connection of its own
+	// (never used for writes) changes whenever any other connection, in
+	// this process or another, commits. While it is unchanged since the
+	// last full marker read (data_version read first), that marker still
+	// holds and the five table scans are skipped. dv guards the fields.
+	dv       sync.Mutex
+	dvConn   *sql.Conn
+	dvOff    bool // not SQLite, a private in-memory database, or failed
+	dvValid  bool
+	dvLast   int64
+	dvMarker string
 }
 
 type markerCall struct {
@@ -123,6 +135,53 @@ func readMarker(tx *gorm.DB) (string, error) {
 	return string(m), rows.Err()
 }
 
+// dataVersion reads PRAGMA data_version on the cache's own connection
+// (opened on first use); ok is false when the fast path is unavailable.
+func (c *snapshotCache) dataVersion(ctx context.Context, d *db.DB) (v int64, ok bool) {
+	if c.dvOff {
+		return 0, false
+	}
+	if c.dvConn == nil {
+		sqlDB, err := d.DB.DB()
+		// A private in-memory database has one connection: keep it for
+		// the requests.
+		if d.Dialect != db.SQLite || err != nil || sqlDB.Stats().MaxOpenConnections < 2 {
+			c.dvOff = true
+			return 0, false
+		}
+		conn, err := sqlDB.Conn(ctx)
+		if err != nil {
+			return 0, false
+		}
+		c.dvConn = conn
+	}
+	if err := c.dvConn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+		// Closed database or broken connection: full marker reads from
+		// now on (a new connection would not know the old version).
+		_ = c.dvConn.Close()
+		c.dvConn, c.dvOff, c.dvValid = nil, true, false
+		return 0, false
+	}
+	return v, true
+}
+
+// readMarkerFast is readMarker with the data_version shortcut.
+func (c *snapshotCache) readMarkerFast(ctx context.Context, d *db.DB) (string, error) {
+	c.dv.Lock()
+	defer c.dv.Unlock()
+	v, ok := c.dataVersion(ctx, d)
+	if ok && c.dvValid && v == c.dvLast {
+		return c.dvMarker, nil
+	}
+	m, err := readMarker(d.WithContext(ctx))
+	if err != nil {
+		c.dvValid = false
+		return "", err
+	}
+	c.dvValid, c.dvLast, c.dvMarker = ok, v, m
+	return m, nil
+}
+
 // candidateSnapshot returns a snapshot that reflects every write
 // committed before the call.
 func (s *Service) candidateSnapshot(ctx context.Context) (*candidates.Snapshot, error) {
@@ -130,7 +189,7 @@ func (s *Service) candidateSnapshot(ctx context.Context) (*candidates.Snapshot, 
 	marker, err := c.sharedMarker(func() (string, error) {
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		return readMarker(s.conn(rctx))
+		return c.readMarkerFast(rctx, s.db)
 	})
 	if err != nil {
 		return nil, wrap("snapshot marker", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gorm.io/gorm"
 
+	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 	"github.com/leasehold/leasehold/pkg/microversion"
 	"github.com/leasehold/leasehold/pkg/placement/candidates"
@@ -283,5 +284,53 @@ func TestSharedMarkerStartsAfterArrival(t *testing.T) {
 	wg.Wait()
 	if reads.Load() == 0 || reads.Load() > 16*50 {
 		t.Fatalf("%d reads", reads.Load())
+	}
+}
+
+// TestAllocationCandidatesSeeOtherProcessWrites: on a SQLite file the
+// marker read is skipped while PRAGMA data_version is unchanged; a write
+// through another pool (another process) must still be seen.
+func TestAllocationCandidatesSeeOtherProcessWrites(t *testing.T) {
+	f := newACFixture(t)
+	d := f.svc.db
+	if d.Dialect != db.SQLite {
+		t.Skip("SQLite only")
+	}
+	var seq int
+	var name, file string
+	if err := d.Raw("PRAGMA database_list").Row().Scan(&seq, &name, &file); err != nil || file == "" {
+		t.Skipf("no database file (%v)", err)
+	}
+	q := "resources=VCPU:1,DISK_GB:10"
+	for i := 0; i < 2; i++ { // the second find takes the fast path
+		if got := len(f.find(t, q)); got != 2 {
+			t.Fatalf("before: %d candidates", got)
+		}
+	}
+	c := cacheFor(d)
+	c.dv.Lock()
+	fast := c.dvValid
+	c.dv.Unlock()
+	if !fast {
+		t.Fatal("data_version fast path not in use")
+	}
+	other, err := db.Open(context.Background(), "sqlite:///"+file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Exec("INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at) SELECT ?, 'c1', id, 4, ?, ? FROM resource_classes WHERE name = 'VCPU'",
+		f.ids["b-cn2"], time.Now(), time.Now()).Error; err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a-cn1:VCPU=1 c-ss:DISK_GB=10 "}, f.find(t, q)); diff != "" {
+		t.Errorf("after another pool's write (-want +got):\n%s", diff)
+	}
+	// And through this process's own pool.
+	if err := f.tx.Exec("DELETE FROM resource_provider_aggregates WHERE resource_provider_id = ?", f.ids["c-ss"]).Error; err != nil {
+		t.Fatal(err)
+	}
+	if got := f.find(t, q); len(got) != 0 {
+		t.Errorf("after aggregate removal: %v", got)
 	}
 }
