@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/leasehold/leasehold/pkg/microversion"
@@ -35,21 +36,46 @@ func (a *API) listAllocationCandidates(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	body := renderCandidates(res, req, mv)
+	bp, _ := renderBufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	body := appendCandidates((*bp)[:0], res, req, mv)
 	if mv.AtLeast(1, 15) {
 		setCacheHeaders(w, time.Time{})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, err = w.Write(body)
+	// Write does not keep body (io.Writer): reuse it, unless it is
+	// outsized (one huge answer should not pin its memory for good).
+	if cap(body) <= maxPooledRender {
+		*bp = body
+		renderBufs.Put(bp)
+	}
 	return err
 }
 
-// renderCandidates encodes the result for microversion mv. It writes the
-// JSON by hand: a big answer (thousands of candidates and summaries) is
-// encoded several times faster than through maps and encoding/json.
+// renderBufs recycles answer buffers: a few hundred KB per request
+// otherwise, allocated, zeroed and collected each time.
+var renderBufs sync.Pool
+
+const maxPooledRender = 4 << 20
+
+// renderCandidates encodes the result for microversion mv into a new
+// buffer.
 func renderCandidates(res *candidates.Result, req *candidates.Request, mv microversion.Version) []byte {
-	b := make([]byte, 0, 256+len(res.Requests)*448+len(res.Summaries)*320)
+	return appendCandidates(nil, res, req, mv)
+}
+
+// appendCandidates appends the result encoded for microversion mv to b.
+// It writes the JSON by hand: a big answer (thousands of candidates and
+// summaries) is encoded several times faster than through maps and
+// encoding/json.
+func appendCandidates(b []byte, res *candidates.Result, req *candidates.Request, mv microversion.Version) []byte {
+	if need := 256 + len(res.Requests)*448 + len(res.Summaries)*320; cap(b)-len(b) < need {
+		b = append(make([]byte, 0, len(b)+need), b...)
+	}
 	b = append(b, `{"allocation_requests": [`...)
 	dict, withMappings := mv.AtLeast(1, 12), mv.AtLeast(1, 34)
 	for i, ar := range res.Requests {
