@@ -2,7 +2,6 @@ package placement
 
 import (
 	"net/http"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -118,18 +117,13 @@ func appendCandidates(b []byte, res *candidates.Result, req *candidates.Request,
 		}
 		if withMappings {
 			b = append(b, `, "mappings": {`...)
-			suffixes := make([]string, 0, len(ar.Mappings))
-			for s := range ar.Mappings {
-				suffixes = append(suffixes, s)
-			}
-			sort.Strings(suffixes)
-			for k, s := range suffixes {
+			for k, mp := range ar.Mappings { // sorted by suffix
 				if k > 0 {
 					b = append(b, ", "...)
 				}
-				b = appendJSONString(b, s)
+				b = appendJSONString(b, mp.Suffix)
 				b = append(b, ": ["...)
-				for m, u := range ar.Mappings[s] {
+				for m, u := range mp.Providers {
 					if m > 0 {
 						b = append(b, ", "...)
 					}

@@ -494,8 +494,8 @@ func candKey(ar AllocationRequest) string {
 	}
 	sort.Strings(parts)
 	var maps []string
-	for s, us := range ar.Mappings {
-		maps = append(maps, s+":"+strings.Join(us, "+"))
+	for _, m := range ar.Mappings {
+		maps = append(maps, m.Suffix+":"+strings.Join(m.Providers, "+"))
 	}
 	sort.Strings(maps)
 	return strings.Join(parts, ",") + " | " + strings.Join(maps, ",")

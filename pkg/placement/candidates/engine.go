@@ -85,17 +85,19 @@ func (s *Snapshot) Find(ctx context.Context, req *Request) (*Result, error) {
 		out = out[:req.Limit]
 	}
 	res.Requests = make([]AllocationRequest, len(out))
-	nAllocs, nMaps := 0, 0
+	nAllocs, nMaps, nGroups := 0, 0, 0
 	for _, r := range out {
 		nAllocs += len(r.allocs)
+		nGroups += len(r.chosen)
 		for _, o := range r.chosen {
 			nMaps += len(o.provs)
 		}
 	}
 	allocBuf := make([]Allocation, 0, nAllocs)
 	mapBuf := make([]string, 0, nMaps)
+	groupBuf := make([]Mapping, 0, nGroups)
 	for i, r := range out {
-		res.Requests[i], allocBuf, mapBuf = s.render(r, plans, allocBuf, mapBuf)
+		res.Requests[i], allocBuf, mapBuf, groupBuf = s.render(r, plans, allocBuf, mapBuf, groupBuf)
 	}
 	res.Summaries = s.summaries(out, req.NestedAware)
 	return res, nil
@@ -730,12 +732,13 @@ func (m *merger) seenBefore(allocs []palloc) bool {
 
 // render converts a candidate, carving its slices out of the shared
 // buffers (one allocation for all candidates instead of several each).
-func (s *Snapshot) render(r merged, plans []*groupPlan, allocBuf []Allocation, mapBuf []string) (AllocationRequest, []Allocation, []string) {
+func (s *Snapshot) render(r merged, plans []*groupPlan, allocBuf []Allocation, mapBuf []string, groupBuf []Mapping) (AllocationRequest, []Allocation, []string, []Mapping) {
 	start := len(allocBuf)
 	for _, a := range r.allocs {
 		allocBuf = append(allocBuf, Allocation{Provider: s.provs[a.p].uuid, Class: s.classes[a.c], Amount: a.amount})
 	}
-	ar := AllocationRequest{Allocations: allocBuf[start:len(allocBuf):len(allocBuf)], Mappings: make(map[string][]string, len(r.chosen))}
+	ar := AllocationRequest{Allocations: allocBuf[start:len(allocBuf):len(allocBuf)]}
+	gs := len(groupBuf)
 	for i, o := range r.chosen {
 		ms := len(mapBuf)
 		for _, p := range o.provs {
@@ -743,9 +746,17 @@ func (s *Snapshot) render(r merged, plans []*groupPlan, allocBuf []Allocation, m
 		}
 		l := mapBuf[ms:len(mapBuf):len(mapBuf)]
 		sort.Strings(l)
-		ar.Mappings[plans[i].g.Suffix] = l
+		groupBuf = append(groupBuf, Mapping{Suffix: plans[i].g.Suffix, Providers: l})
 	}
-	return ar, allocBuf, mapBuf
+	ms := groupBuf[gs:len(groupBuf):len(groupBuf)]
+	// By suffix: a few groups, insertion sort.
+	for i := 1; i < len(ms); i++ {
+		for j := i; j > 0 && ms[j].Suffix < ms[j-1].Suffix; j-- {
+			ms[j], ms[j-1] = ms[j-1], ms[j]
+		}
+	}
+	ar.Mappings = ms
+	return ar, allocBuf, mapBuf, groupBuf
 }
 
 // summaries describes every provider of the trees the candidates use

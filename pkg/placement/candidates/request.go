@@ -61,7 +61,14 @@ type Allocation struct {
 // each list sorted.
 type AllocationRequest struct {
 	Allocations []Allocation
-	Mappings    map[string][]string
+	// Mappings holds one entry per request group, sorted by suffix.
+	Mappings []Mapping
+}
+
+// Mapping is a request group's suffix and the providers satisfying it.
+type Mapping struct {
+	Suffix    string
+	Providers []string
 }
 
 // SummaryResource is one inventory of a provider summary.
