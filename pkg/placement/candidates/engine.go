@@ -764,7 +764,7 @@ func (s *Snapshot) render(r merged, plans []*groupPlan, allocBuf []Allocation, m
 func (s *Snapshot) summaries(out []merged, nestedAware bool) []Summary {
 	var provs []int32
 	if nestedAware || !s.hasTrees {
-		roots := map[int32]bool{}
+		roots := make([]bool, len(s.provs))
 		for _, r := range out {
 			for _, a := range r.allocs {
 				roots[s.provs[a.p].root] = true
@@ -787,7 +787,20 @@ func (s *Snapshot) summaries(out []merged, nestedAware bool) []Summary {
 		}
 		sort.Slice(provs, func(i, j int) bool { return s.provs[provs[i]].id < s.provs[provs[j]].id })
 	}
-	return s.summarize(provs)
+	// A summary depends on the provider only: build each once per
+	// snapshot, share the slices (callers only read them).
+	all := s.Memo("candidates/summary-per-provider", func() any {
+		idx := make([]int32, len(s.provs))
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		return s.summarize(idx)
+	}).([]Summary)
+	sums := make([]Summary, len(provs))
+	for i, pi := range provs {
+		sums[i] = all[pi]
+	}
+	return sums
 }
 
 func (s *Snapshot) summarize(provs []int32) []Summary {
