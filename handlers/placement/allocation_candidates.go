@@ -144,29 +144,31 @@ func appendCandidates(b []byte, res *candidates.Result, req *candidates.Request,
 		}
 	}
 	// From 1.29 a summary's JSON depends on the provider only: render
-	// each provider once per snapshot and reuse the bytes.
-	var frags map[string][]byte
+	// each provider once per snapshot (key included) and reuse the
+	// bytes, found by the provider's index in the snapshot.
+	var frags [][]byte
 	if nested && res.Snapshot != nil {
 		snap := res.Snapshot
-		frags = snap.Memo("placement/ac-summary-json-1.29", func() any {
-			all := snap.AllSummaries()
-			m := make(map[string][]byte, len(all))
-			for _, s := range all {
-				m[s.UUID] = appendSummaryBody(nil, s, true, true, true, nil)
+		frags = snap.Memo("placement/ac-summary-json-1.29-by-index", func() any {
+			m := make([][]byte, snap.ProviderCount())
+			for _, s := range snap.AllSummaries() {
+				f := appendJSONString(nil, s.UUID)
+				f = append(f, ": "...)
+				m[s.Index] = appendSummaryBody(f, s, true, true, true, nil)
 			}
 			return m
-		}).(map[string][]byte)
+		}).([][]byte)
 	}
 	for i, s := range res.Summaries {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendJSONString(b, s.UUID)
-		b = append(b, ": "...)
-		if f, ok := frags[s.UUID]; ok {
-			b = append(b, f...)
+		if int(s.Index) < len(frags) && frags[s.Index] != nil {
+			b = append(b, frags[s.Index]...)
 			continue
 		}
+		b = appendJSONString(b, s.UUID)
+		b = append(b, ": "...)
 		b = appendSummaryBody(b, s, allResources, withTraits, nested, requested)
 	}
 	return append(b, "}}"...)

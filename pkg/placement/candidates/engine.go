@@ -814,7 +814,7 @@ func (s *Snapshot) summarize(provs []int32) []Summary {
 	traitBuf := make([]string, nTraits)
 	for i, pi := range provs {
 		p := &s.provs[pi]
-		sm := Summary{UUID: p.uuid, RootUUID: s.provs[p.root].uuid,
+		sm := Summary{UUID: p.uuid, RootUUID: s.provs[p.root].uuid, Index: pi,
 			Resources: resBuf[:len(p.inv):len(p.inv)], Traits: traitBuf[:len(p.traits):len(p.traits)]}
 		resBuf, traitBuf = resBuf[len(p.inv):], traitBuf[len(p.traits):]
 		if p.parent >= 0 {

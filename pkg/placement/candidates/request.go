@@ -85,6 +85,9 @@ type Summary struct {
 	RootUUID   string
 	Resources  []SummaryResource // class id order
 	Traits     []string          // trait id order
+	// Index is the provider's position in its snapshot (0 to
+	// ProviderCount()-1), for per-snapshot caches keyed by provider.
+	Index int32
 }
 
 // Result is the answer to a Request.

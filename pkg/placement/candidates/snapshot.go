@@ -58,6 +58,9 @@ func (s *Snapshot) Memo(key string, build func() any) any {
 	return v
 }
 
+// ProviderCount is the number of providers in the snapshot.
+func (s *Snapshot) ProviderCount() int { return len(s.provs) }
+
 // AllSummaries describes every provider, in tree order (roots by id,
 // then the tree's providers by id).
 func (s *Snapshot) AllSummaries() []Summary {
