@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sort"
@@ -44,8 +45,22 @@ import (
 )
 
 // MaxAttempts bounds the retries of a transaction that met a concurrent
-// booking or a deadlock.
-const MaxAttempts = 8
+// booking or a deadlock. Concurrent requests prepared against the same view
+// pick the same best-fit hosts and only one wins each round, so the bound
+// is generous and the retries back off with jitter (retryPause).
+const MaxAttempts = 32
+
+// retryPause spreads the retries of requests that clashed on the same
+// hosts, growing with the attempt (at most about 10 ms).
+func retryPause(ctx context.Context, attempt int) {
+	d := time.Duration(rand.Int64N(int64(min(attempt, 10))*int64(time.Millisecond) + 1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
 
 // Config tunes the service.
 type Config struct {
@@ -169,6 +184,7 @@ func (s *Service) prepTx(ctx context.Context, prepare func(fresh bool) error, fn
 			return err
 		}
 		slog.DebugContext(ctx, "lease transaction conflict, retrying", "attempt", attempt, "err", err)
+		retryPause(ctx, attempt)
 	}
 	if errors.Is(err, plugins.ErrRetry) || errors.Is(err, plugins.ErrStale) {
 		return plugins.Conflict("Too many concurrent bookings of the same resources; try again.")
