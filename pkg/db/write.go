@@ -408,8 +408,7 @@ func call(tx *gorm.DB, fn func(tx *gorm.DB) error) (err error) {
 // SQLite parses and plans each distinct statement once instead of on
 // every run.
 type stmtCache struct {
-	db *sql.DB
-	m  map[string]*sql.Stmt
+	m map[string]*sql.Stmt
 }
 
 // maxCachedStmts bounds the cache: IN lists and multi-row INSERTs make
