@@ -58,6 +58,12 @@ func errNoSuchResourceClass(name string) *Error {
 // resourceClassIDs maps class names to ids; the first unknown name (in
 // the order given) is an errNoSuchResourceClass.
 func resourceClassIDs(tx *gorm.DB, names []string) (map[string]int64, error) {
+	return namedIDs(tx, "resource_classes", names, func(n string) error { return errNoSuchResourceClass(n) })
+}
+
+// namedIDs maps names to ids in table (resource_classes or traits) with one
+// query; the first name (in the order given) missing from it is unknown(name).
+func namedIDs(tx *gorm.DB, table string, names []string, unknown func(string) error) (map[string]int64, error) {
 	out := make(map[string]int64, len(names))
 	if len(names) == 0 {
 		return out, nil
@@ -66,15 +72,15 @@ func resourceClassIDs(tx *gorm.DB, names []string) (map[string]int64, error) {
 		ID   int64
 		Name string
 	}
-	if err := tx.Raw("SELECT id, name FROM resource_classes WHERE name IN ?", names).Scan(&rows).Error; err != nil {
-		return nil, wrap("resource class ids", err)
+	if err := tx.Raw("SELECT id, name FROM "+table+" WHERE name IN ?", names).Scan(&rows).Error; err != nil {
+		return nil, wrap(table+" ids", err)
 	}
 	for _, r := range rows {
 		out[r.Name] = r.ID
 	}
 	for _, n := range names {
 		if _, ok := out[n]; !ok {
-			return nil, errNoSuchResourceClass(n)
+			return nil, unknown(n)
 		}
 	}
 	return out, nil

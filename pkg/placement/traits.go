@@ -139,26 +139,7 @@ func (s *Service) DeleteTrait(ctx context.Context, name string) error {
 // traitIDs maps trait names to ids; unknown names are an errNoSuchTrait
 // naming the first unknown one in the order given.
 func traitIDs(tx *gorm.DB, names []string) (map[string]int64, error) {
-	out := make(map[string]int64, len(names))
-	if len(names) == 0 {
-		return out, nil
-	}
-	var rows []struct {
-		ID   int64
-		Name string
-	}
-	if err := tx.Raw("SELECT id, name FROM traits WHERE name IN ?", names).Scan(&rows).Error; err != nil {
-		return nil, wrap("trait ids", err)
-	}
-	for _, r := range rows {
-		out[r.Name] = r.ID
-	}
-	for _, n := range names {
-		if _, ok := out[n]; !ok {
-			return nil, errNoSuchTrait(n)
-		}
-	}
-	return out, nil
+	return namedIDs(tx, "traits", names, func(n string) error { return errNoSuchTrait(n) })
 }
 
 // ProviderTraits returns the provider and its traits (ordered by id).
