@@ -39,18 +39,41 @@ func (a *API) listAllocationCandidates(w http.ResponseWriter, r *http.Request) e
 	if bp == nil {
 		bp = new([]byte)
 	}
-	body := appendCandidates((*bp)[:0], res, req, mv)
-	if mv.AtLeast(1, 15) {
-		setCacheHeaders(w, time.Time{})
+	started := false
+	start := func() {
+		if mv.AtLeast(1, 15) {
+			setCacheHeaders(w, time.Time{})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		started = true
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
+	// A huge answer (tens of MB for a wide tree) goes out in pieces as
+	// it is encoded, so its memory is one buffer, not the whole body;
+	// an answer that fits in the first piece gets a Content-Length.
+	body, err := appendCandidates((*bp)[:0], res, req, mv, func(b []byte) error {
+		if !started {
+			start()
+		}
+		_, err := w.Write(b)
+		return err
+	})
+	if err != nil {
+		// The client went away mid-answer: the status is already sent.
+		return nil
+	}
+	if !started {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		start()
+	}
 	_, err = w.Write(body)
-	// Write does not keep body (io.Writer): reuse it, unless it is
-	// outsized (one huge answer should not pin its memory for good).
 	if cap(body) <= maxPooledRender {
 		*bp = body
 		renderBufs.Put(bp)
+	}
+	if started {
+		// Already answering: a write error means the client left.
+		return nil
 	}
 	return err
 }
@@ -59,25 +82,74 @@ func (a *API) listAllocationCandidates(w http.ResponseWriter, r *http.Request) e
 // otherwise, allocated, zeroed and collected each time.
 var renderBufs sync.Pool
 
-const maxPooledRender = 4 << 20
+const (
+	maxPooledRender = 4 << 20
+	// flushAt is how much encoded answer is held before it is written.
+	flushAt = 1 << 20
+)
 
-// renderCandidates encodes the result for microversion mv into a new
-// buffer.
+// renderCandidates encodes the whole result for microversion mv into a
+// new buffer.
 func renderCandidates(res *candidates.Result, req *candidates.Request, mv microversion.Version) []byte {
-	return appendCandidates(nil, res, req, mv)
+	b, _ := appendCandidates(nil, res, req, mv, nil)
+	return b
+}
+
+// acFrags are JSON pieces of one snapshot's providers and classes,
+// encoded once per snapshot: a candidate is then mostly copies.
+type acFrags struct {
+	dictProv [][]byte // `"uuid": {"resources": {`
+	listProv [][]byte // `{"resource_provider": {"uuid": "uuid"}, "resources": {`
+	quoted   [][]byte // `"uuid"`
+	class    [][]byte // `"CLASS": `
+}
+
+func snapshotFrags(snap *candidates.Snapshot) *acFrags {
+	return snap.Memo("placement/ac-json-frags", func() any {
+		n := snap.ProviderCount()
+		f := &acFrags{dictProv: make([][]byte, n), listProv: make([][]byte, n), quoted: make([][]byte, n),
+			class: make([][]byte, snap.ClassCount())}
+		for p := 0; p < n; p++ {
+			q := appendJSONString(nil, snap.ProviderUUID(int32(p)))
+			f.quoted[p] = q
+			f.dictProv[p] = append(append([]byte(nil), q...), `: {"resources": {`...)
+			f.listProv[p] = append(append(append([]byte(nil), `{"resource_provider": {"uuid": `...), q...), `}, "resources": {`...)
+		}
+		for c := range f.class {
+			f.class[c] = append(appendJSONString(nil, snap.ClassName(int32(c))), ": "...)
+		}
+		return f
+	}).(*acFrags)
 }
 
 // appendCandidates appends the result encoded for microversion mv to b.
-// It writes the JSON by hand: a big answer (thousands of candidates and
-// summaries) is encoded several times faster than through maps and
+// With a flush function, it hands over b whenever it grows past flushAt
+// and goes on in the same buffer; it returns what is left to write. It
+// writes the JSON by hand: a big answer (thousands of candidates and
+// summaries) is encoded many times faster than through maps and
 // encoding/json.
-func appendCandidates(b []byte, res *candidates.Result, req *candidates.Request, mv microversion.Version) []byte {
-	if need := 256 + len(res.Requests)*448 + len(res.Summaries)*320; cap(b)-len(b) < need {
-		b = append(make([]byte, 0, len(b)+need), b...)
+func appendCandidates(b []byte, res *candidates.Result, req *candidates.Request, mv microversion.Version, flush func([]byte) error) ([]byte, error) {
+	n := res.Len()
+	if flush == nil {
+		if need := 256 + n*448 + len(res.Summaries)*320; cap(b)-len(b) < need {
+			b = append(make([]byte, 0, len(b)+need), b...)
+		}
+	}
+	maybeFlush := func() error {
+		if flush == nil || len(b) < flushAt {
+			return nil
+		}
+		err := flush(b)
+		b = b[:0]
+		return err
 	}
 	b = append(b, `{"allocation_requests": [`...)
 	dict, withMappings := mv.AtLeast(1, 12), mv.AtLeast(1, 34)
-	for i, ar := range res.Requests {
+	var f *acFrags
+	if n > 0 {
+		f = snapshotFrags(res.Snapshot)
+	}
+	for i := 0; i < n; i++ {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
@@ -86,28 +158,24 @@ func appendCandidates(b []byte, res *candidates.Result, req *candidates.Request,
 		} else {
 			b = append(b, `{"allocations": [`...)
 		}
-		for j, al := range ar.Allocations {
-			first := j == 0 || ar.Allocations[j-1].Provider != al.Provider
-			if first {
+		allocs := res.Allocs(i)
+		for j, al := range allocs {
+			if j == 0 || allocs[j-1].Provider != al.Provider {
 				if j > 0 {
 					b = append(b, "}}, "...)
 				}
 				if dict {
-					b = appendJSONString(b, al.Provider)
-					b = append(b, `: {"resources": {`...)
+					b = append(b, f.dictProv[al.Provider]...)
 				} else {
-					b = append(b, `{"resource_provider": {"uuid": `...)
-					b = appendJSONString(b, al.Provider)
-					b = append(b, `}, "resources": {`...)
+					b = append(b, f.listProv[al.Provider]...)
 				}
 			} else {
 				b = append(b, ", "...)
 			}
-			b = appendJSONString(b, al.Class)
-			b = append(b, ": "...)
+			b = append(b, f.class[al.Class]...)
 			b = strconv.AppendInt(b, al.Amount, 10)
 		}
-		if len(ar.Allocations) > 0 {
+		if len(allocs) > 0 {
 			b = append(b, "}}"...)
 		}
 		if dict {
@@ -117,23 +185,26 @@ func appendCandidates(b []byte, res *candidates.Result, req *candidates.Request,
 		}
 		if withMappings {
 			b = append(b, `, "mappings": {`...)
-			for k, mp := range ar.Mappings { // sorted by suffix
+			for k := 0; k < res.Groups(); k++ {
 				if k > 0 {
 					b = append(b, ", "...)
 				}
-				b = appendJSONString(b, mp.Suffix)
+				b = appendJSONString(b, res.Suffix(k))
 				b = append(b, ": ["...)
-				for m, u := range mp.Providers {
+				for m, p := range res.GroupProviders(i, k) {
 					if m > 0 {
 						b = append(b, ", "...)
 					}
-					b = appendJSONString(b, u)
+					b = append(b, f.quoted[p]...)
 				}
 				b = append(b, ']')
 			}
 			b = append(b, '}')
 		}
 		b = append(b, '}')
+		if err := maybeFlush(); err != nil {
+			return b, err
+		}
 	}
 	b = append(b, `], "provider_summaries": {`...)
 	allResources, withTraits, nested := mv.AtLeast(1, 27), mv.AtLeast(1, 17), mv.AtLeast(1, 29)
@@ -165,13 +236,16 @@ func appendCandidates(b []byte, res *candidates.Result, req *candidates.Request,
 		}
 		if int(s.Index) < len(frags) && frags[s.Index] != nil {
 			b = append(b, frags[s.Index]...)
-			continue
+		} else {
+			b = appendJSONString(b, s.UUID)
+			b = append(b, ": "...)
+			b = appendSummaryBody(b, s, allResources, withTraits, nested, requested)
 		}
-		b = appendJSONString(b, s.UUID)
-		b = append(b, ": "...)
-		b = appendSummaryBody(b, s, allResources, withTraits, nested, requested)
+		if err := maybeFlush(); err != nil {
+			return b, err
+		}
 	}
-	return append(b, "}}"...)
+	return append(b, "}}"...), nil
 }
 
 // appendSummaryBody appends one provider summary object.

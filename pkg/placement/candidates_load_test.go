@@ -113,7 +113,7 @@ func (f *acFixture) find(t *testing.T, query string) []string {
 		names[rpUUID(n)] = n
 	}
 	var out []string
-	for _, ar := range res.Requests {
+	for _, ar := range res.AllocationRequests() {
 		s := ""
 		for _, a := range ar.Allocations {
 			s += fmt.Sprintf("%s:%s=%d ", names[a.Provider], a.Class, a.Amount)
@@ -202,11 +202,11 @@ func TestLimitAndCap(t *testing.T) {
 	f := newACFixture(t)
 	req, _ := ParseCandidatesQuery("resources=VCPU:1&limit=2", microversion.Version{Major: 1, Minor: 39})
 	res, err := f.svc.AllocationCandidates(context.Background(), req, CandidateOptions{MaxCandidates: -1})
-	if err != nil || len(res.Requests) != 2 {
+	if err != nil || res.Len() != 2 {
 		t.Fatalf("limit: %v %v", err, res)
 	}
 	roots := map[string]bool{}
-	for _, ar := range res.Requests {
+	for _, ar := range res.AllocationRequests() {
 		for _, a := range ar.Allocations {
 			roots[a.Provider] = true
 		}
@@ -215,7 +215,7 @@ func TestLimitAndCap(t *testing.T) {
 		if !roots[s.RootUUID] && !roots[s.UUID] {
 			// every summary belongs to a tree of a kept request
 			found := false
-			for _, ar := range res.Requests {
+			for _, ar := range res.AllocationRequests() {
 				for _, a := range ar.Allocations {
 					if a.Provider == s.UUID || s.RootUUID == rootUUIDOf(res, a.Provider) {
 						found = true
@@ -230,12 +230,12 @@ func TestLimitAndCap(t *testing.T) {
 	req, _ = ParseCandidatesQuery("resources=VCPU:1", microversion.Version{Major: 1, Minor: 39})
 	for _, maxC := range []int{0, 1} {
 		res, err = f.svc.AllocationCandidates(context.Background(), req, CandidateOptions{MaxCandidates: maxC})
-		if err != nil || len(res.Requests) != 1 || !res.Capped {
+		if err != nil || res.Len() != 1 || !res.Capped {
 			t.Fatalf("cap %d: %v %+v", maxC, err, res)
 		}
 	}
 	res, err = f.svc.AllocationCandidates(context.Background(), req, CandidateOptions{MaxCandidates: -1})
-	if err != nil || len(res.Requests) != 3 || res.Capped {
+	if err != nil || res.Len() != 3 || res.Capped {
 		t.Fatalf("no cap: %v %+v", err, res)
 	}
 }

@@ -104,8 +104,8 @@ func benchFind(b *testing.B, s *Snapshot, mk func() *Request, want int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if want >= 0 && len(res.Requests) != want {
-			b.Fatalf("%d candidates, want %d", len(res.Requests), want)
+		if want >= 0 && res.Len() != want {
+			b.Fatalf("%d candidates, want %d", res.Len(), want)
 		}
 	}
 }

@@ -654,7 +654,7 @@ func TestDifferentialAgainstReference(t *testing.T) {
 			return
 		}
 		var gotKeys, gotSums []string
-		for _, ar := range got.Requests {
+		for _, ar := range got.AllocationRequests() {
 			gotKeys = append(gotKeys, candKey(ar))
 		}
 		sort.Strings(gotKeys)
@@ -677,14 +677,14 @@ func TestDifferentialAgainstReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(lres.Requests) != limit {
-				t.Fatalf("limit %d gave %d", limit, len(lres.Requests))
+			if lres.Len() != limit {
+				t.Fatalf("limit %d gave %d", limit, lres.Len())
 			}
 			all := map[string]bool{}
 			for _, k := range want {
 				all[k] = true
 			}
-			for _, ar := range lres.Requests {
+			for _, ar := range lres.AllocationRequests() {
 				if !all[candKey(ar)] {
 					t.Fatalf("limited result %s not in full answer", candKey(ar))
 				}
@@ -695,8 +695,8 @@ func TestDifferentialAgainstReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(rres.Requests) != limit {
-				t.Fatalf("random limit %d gave %d", limit, len(rres.Requests))
+			if rres.Len() != limit {
+				t.Fatalf("random limit %d gave %d", limit, rres.Len())
 			}
 			// max candidates caps generation
 			creq := *req
@@ -705,8 +705,8 @@ func TestDifferentialAgainstReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(cres.Requests) != limit || !cres.Capped {
-				t.Fatalf("max %d gave %d capped=%v", limit, len(cres.Requests), cres.Capped)
+			if cres.Len() != limit || !cres.Capped {
+				t.Fatalf("max %d gave %d capped=%v", limit, cres.Len(), cres.Capped)
 			}
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 	"sort"
 )
 
@@ -18,6 +19,7 @@ type option struct {
 	anchor int32
 	allocs []palloc
 	provs  []int32 // providers satisfying the group, sorted by id
+	byUUID []int32 // provs sorted by UUID, filled when first rendered
 }
 
 type resReq struct {
@@ -72,7 +74,6 @@ func (s *Snapshot) Find(ctx context.Context, req *Request) (*Result, error) {
 	if err := m.run(ctx); err != nil {
 		return nil, err
 	}
-	res := &Result{Capped: m.capped, Snapshot: s}
 	out := m.out
 	if req.Randomize {
 		rng := req.Rand
@@ -84,22 +85,18 @@ func (s *Snapshot) Find(ctx context.Context, req *Request) (*Result, error) {
 	if req.Limit > 0 && len(out) > req.Limit {
 		out = out[:req.Limit]
 	}
-	res.Requests = make([]AllocationRequest, len(out))
-	nAllocs, nMaps, nGroups := 0, 0, 0
-	for _, r := range out {
-		nAllocs += len(r.allocs)
-		nGroups += len(r.chosen)
-		for _, o := range r.chosen {
-			nMaps += len(o.provs)
+	res := &Result{Capped: m.capped, Snapshot: s, out: out, allocs: m.allocs, choices: m.choices, plans: plans}
+	res.order = make([]int, len(plans))
+	for i := range res.order {
+		res.order[i] = i
+	}
+	// By suffix: a few groups, insertion sort.
+	for i := 1; i < len(res.order); i++ {
+		for j := i; j > 0 && plans[res.order[j]].g.Suffix < plans[res.order[j-1]].g.Suffix; j-- {
+			res.order[j], res.order[j-1] = res.order[j-1], res.order[j]
 		}
 	}
-	allocBuf := make([]Allocation, 0, nAllocs)
-	mapBuf := make([]string, 0, nMaps)
-	groupBuf := make([]Mapping, 0, nGroups)
-	for i, r := range out {
-		res.Requests[i], allocBuf, mapBuf, groupBuf = s.render(r, plans, allocBuf, mapBuf, groupBuf)
-	}
-	res.Summaries = s.summaries(out, req.NestedAware)
+	res.Summaries = s.summaries(res, req.NestedAware)
 	return res, nil
 }
 
@@ -438,11 +435,12 @@ func (s *Snapshot) combine(gp *groupPlan, order []int, lists [][]int32, idx []in
 	return option{anchor: anchor, allocs: allocs, provs: provs}, true
 }
 
-// merged is one distinct candidate: consolidated allocations and the
-// option chosen per group.
+// merged is one distinct candidate: its consolidated allocations
+// (allocs[aStart:aStart+aLen] of the merger) and the option chosen per
+// group (byAnchor[anchor][choices[cStart+g]] of group g). It holds no
+// pointers, so tens of thousands of them cost the collector nothing.
 type merged struct {
-	allocs []palloc
-	chosen []*option
+	anchor, aStart, aLen, cStart int32
 }
 
 type merger struct {
@@ -453,10 +451,14 @@ type merger struct {
 	excludeNested bool
 	sameAt        [][][]int // depth → same_subtree sets (group indexes) complete at that depth
 	chosen        []*option
+	chosenIdx     []int32
 	amounts       []palloc
 	granular      []int32
 	seen          map[string]struct{}
 	out           []merged
+	allocs        []AllocRef
+	choices       []int32
+	anchor        int32
 	stop, capped  bool
 	max, limit    int
 	steps         int
@@ -469,6 +471,7 @@ func newMerger(s *Snapshot, req *Request, plans []*groupPlan) *merger {
 		excludeNested: !req.NestedAware && s.hasTrees,
 		sameAt:        make([][][]int, len(plans)),
 		chosen:        make([]*option, len(plans)),
+		chosenIdx:     make([]int32, len(plans)),
 		seen:          map[string]struct{}{},
 		max:           req.MaxCandidates,
 	}
@@ -514,6 +517,7 @@ func (m *merger) run(ctx context.Context) error {
 	}
 	sort.Slice(anchors, func(i, j int) bool { return m.s.provs[anchors[i]].id < m.s.provs[anchors[j]].id })
 	for _, a := range anchors {
+		m.anchor = a
 		if err := m.dfs(ctx, a, 0); err != nil {
 			return err
 		}
@@ -570,6 +574,7 @@ func (m *merger) dfs(ctx context.Context, anchor int32, depth int) error {
 		}
 		if ok {
 			m.chosen[depth] = o
+			m.chosenIdx[depth] = int32(i)
 			if m.sameSubtreeOK(depth) {
 				pushed := false
 				if gp.g.UseSameProvider {
@@ -676,15 +681,24 @@ func (m *merger) sameSubtreeOK(depth int) bool {
 }
 
 func (m *merger) emit() {
-	allocs := append([]palloc(nil), m.amounts...)
 	s := m.s
-	sort.Slice(allocs, func(i, j int) bool {
-		pi, pj := s.provs[allocs[i].p].id, s.provs[allocs[j].p].id
-		if pi != pj {
-			return pi < pj
+	// Grow the pools by doubling: append's gentler growth for big
+	// slices made a 40,000-candidate answer mostly memmove.
+	m.allocs = grow(m.allocs, len(m.amounts))
+	m.choices = grow(m.choices, len(m.chosenIdx))
+	m.out = grow(m.out, 1)
+	start := len(m.allocs)
+	for _, a := range m.amounts {
+		m.allocs = append(m.allocs, AllocRef{a.p, a.c, a.amount})
+	}
+	allocs := m.allocs[start:]
+	// By provider id then class id; a candidate has a handful of
+	// allocations, so insertion sort beats sort.Slice's reflection.
+	for i := 1; i < len(allocs); i++ {
+		for j := i; j > 0 && s.allocLess(allocs[j], allocs[j-1]); j-- {
+			allocs[j], allocs[j-1] = allocs[j-1], allocs[j]
 		}
-		return s.classIDs[allocs[i].c] < s.classIDs[allocs[j].c]
-	})
+	}
 	// Only a candidate made entirely of sharing providers can be reached
 	// from several anchors; any other is new by construction.
 	allShared := true
@@ -696,9 +710,12 @@ func (m *merger) emit() {
 		}
 	}
 	if allShared && m.seenBefore(allocs) {
+		m.allocs = m.allocs[:start]
 		return
 	}
-	m.out = append(m.out, merged{allocs: allocs, chosen: append([]*option(nil), m.chosen...)})
+	cs := len(m.choices)
+	m.choices = append(m.choices, m.chosenIdx...)
+	m.out = append(m.out, merged{anchor: m.anchor, aStart: int32(start), aLen: int32(len(allocs)), cStart: int32(cs)})
 	if m.max > 0 && len(m.out) >= m.max {
 		m.stop, m.capped = true, true
 	}
@@ -707,13 +724,28 @@ func (m *merger) emit() {
 	}
 }
 
+// grow makes room for n more elements, at least doubling the capacity.
+func grow[T any](xs []T, n int) []T {
+	if len(xs)+n <= cap(xs) {
+		return xs
+	}
+	return slices.Grow(xs, max(n, len(xs)+64))
+}
+
+func (s *Snapshot) allocLess(a, b AllocRef) bool {
+	if a.Provider != b.Provider {
+		return s.provs[a.Provider].id < s.provs[b.Provider].id
+	}
+	return s.classIDs[a.Class] < s.classIDs[b.Class]
+}
+
 // seenBefore records the candidate's key and reports a duplicate.
-func (m *merger) seenBefore(allocs []palloc) bool {
+func (m *merger) seenBefore(allocs []AllocRef) bool {
 	k := m.key[:0]
 	for _, a := range allocs {
-		k = binary.AppendVarint(k, int64(a.p))
-		k = binary.AppendVarint(k, int64(a.c))
-		k = binary.AppendVarint(k, a.amount)
+		k = binary.AppendVarint(k, int64(a.Provider))
+		k = binary.AppendVarint(k, int64(a.Class))
+		k = binary.AppendVarint(k, a.Amount)
 	}
 	k = append(k, 0xff)
 	for _, o := range m.chosen {
@@ -730,45 +762,14 @@ func (m *merger) seenBefore(allocs []palloc) bool {
 	return false
 }
 
-// render converts a candidate, carving its slices out of the shared
-// buffers (one allocation for all candidates instead of several each).
-func (s *Snapshot) render(r merged, plans []*groupPlan, allocBuf []Allocation, mapBuf []string, groupBuf []Mapping) (AllocationRequest, []Allocation, []string, []Mapping) {
-	start := len(allocBuf)
-	for _, a := range r.allocs {
-		allocBuf = append(allocBuf, Allocation{Provider: s.provs[a.p].uuid, Class: s.classes[a.c], Amount: a.amount})
-	}
-	ar := AllocationRequest{Allocations: allocBuf[start:len(allocBuf):len(allocBuf)]}
-	gs := len(groupBuf)
-	for i, o := range r.chosen {
-		ms := len(mapBuf)
-		for _, p := range o.provs {
-			mapBuf = append(mapBuf, s.provs[p].uuid)
-		}
-		l := mapBuf[ms:len(mapBuf):len(mapBuf)]
-		sort.Strings(l)
-		groupBuf = append(groupBuf, Mapping{Suffix: plans[i].g.Suffix, Providers: l})
-	}
-	ms := groupBuf[gs:len(groupBuf):len(groupBuf)]
-	// By suffix: a few groups, insertion sort.
-	for i := 1; i < len(ms); i++ {
-		for j := i; j > 0 && ms[j].Suffix < ms[j-1].Suffix; j-- {
-			ms[j], ms[j-1] = ms[j-1], ms[j]
-		}
-	}
-	ar.Mappings = ms
-	return ar, allocBuf, mapBuf, groupBuf
-}
-
 // summaries describes every provider of the trees the candidates use
 // (below 1.29 in a nested deployment: only the providers they use).
-func (s *Snapshot) summaries(out []merged, nestedAware bool) []Summary {
+func (s *Snapshot) summaries(res *Result, nestedAware bool) []Summary {
 	var provs []int32
 	if nestedAware || !s.hasTrees {
 		roots := make([]bool, len(s.provs))
-		for _, r := range out {
-			for _, a := range r.allocs {
-				roots[s.provs[a.p].root] = true
-			}
+		for a := range res.usedAllocs() {
+			roots[s.provs[a.Provider].root] = true
 		}
 		for _, r := range s.roots {
 			if roots[r] {
@@ -777,12 +778,10 @@ func (s *Snapshot) summaries(out []merged, nestedAware bool) []Summary {
 		}
 	} else {
 		used := map[int32]bool{}
-		for _, r := range out {
-			for _, a := range r.allocs {
-				if !used[a.p] {
-					used[a.p] = true
-					provs = append(provs, a.p)
-				}
+		for a := range res.usedAllocs() {
+			if !used[a.Provider] {
+				used[a.Provider] = true
+				provs = append(provs, a.Provider)
 			}
 		}
 		sort.Slice(provs, func(i, j int) bool { return s.provs[provs[i]].id < s.provs[provs[j]].id })

@@ -90,15 +90,32 @@ type Summary struct {
 	Index int32
 }
 
-// Result is the answer to a Request.
+// Result is the answer to a Request. The candidates are kept compact (snapshot
+// indexes, no strings) and read through Len, Allocs, Suffix and
+// GroupProviders, or converted with Request/AllocationRequests; a huge
+// answer (tens of thousands of candidates) is then streamed by the
+// renderer without building a string per allocation. A Result is not
+// safe for concurrent use.
 type Result struct {
-	Requests  []AllocationRequest
 	Summaries []Summary
 	// Capped reports that MaxCandidates stopped the generation.
 	Capped bool
 	// Snapshot is the snapshot the answer was computed on (nil for an
 	// empty answer decided before any search).
 	Snapshot *Snapshot
+
+	out     []merged
+	allocs  []AllocRef // out[i].aStart…: each candidate's allocations
+	choices []int32    // out[i].cStart…: option index chosen per group
+	plans   []*groupPlan
+	order   []int // group indexes sorted by suffix
+}
+
+// AllocRef is one allocation of a candidate by snapshot indexes: see
+// Snapshot.ProviderUUID and Snapshot.ClassName.
+type AllocRef struct {
+	Provider, Class int32
+	Amount          int64
 }
 
 // UnknownClassError is upstream's ResourceClassNotFound.
