@@ -149,6 +149,12 @@ func appendCandidates(b []byte, res *candidates.Result, req *candidates.Request,
 	if n > 0 {
 		f = snapshotFrags(res.Snapshot)
 	}
+	var suffixes [][]byte // `"SUFFIX": [`, in mappings order
+	if withMappings {
+		for k := 0; k < res.Groups(); k++ {
+			suffixes = append(suffixes, append(appendJSONString(nil, res.Suffix(k)), ": ["...))
+		}
+	}
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			b = append(b, ", "...)
@@ -173,7 +179,11 @@ func appendCandidates(b []byte, res *candidates.Result, req *candidates.Request,
 				b = append(b, ", "...)
 			}
 			b = append(b, f.class[al.Class]...)
-			b = strconv.AppendInt(b, al.Amount, 10)
+			if al.Amount >= 0 && al.Amount < 10 {
+				b = append(b, byte('0'+al.Amount))
+			} else {
+				b = strconv.AppendInt(b, al.Amount, 10)
+			}
 		}
 		if len(allocs) > 0 {
 			b = append(b, "}}"...)
@@ -185,12 +195,11 @@ func appendCandidates(b []byte, res *candidates.Result, req *candidates.Request,
 		}
 		if withMappings {
 			b = append(b, `, "mappings": {`...)
-			for k := 0; k < res.Groups(); k++ {
+			for k, suf := range suffixes {
 				if k > 0 {
 					b = append(b, ", "...)
 				}
-				b = appendJSONString(b, res.Suffix(k))
-				b = append(b, ": ["...)
+				b = append(b, suf...)
 				for m, p := range res.GroupProviders(i, k) {
 					if m > 0 {
 						b = append(b, ", "...)
