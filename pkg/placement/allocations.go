@@ -226,12 +226,32 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 		uuids[i] = w.UUID
 	}
 
-	// Consumers: the generation each write expects comes first, as
-	// upstream checks it before looking at providers.
-	existing, err := readConsumers(tx, uuids)
+	// Providers named in the new allocations, and the classes asked for.
+	var rpUUIDs []string
+	seenRP := map[string]bool{}
+	classSet := map[string]bool{}
+	for _, w := range ws {
+		for _, rp := range allocKeys(w.Allocations) {
+			if !seenRP[rp] {
+				seenRP[rp] = true
+				rpUUIDs = append(rpUUIDs, rp)
+			}
+			for rc := range w.Allocations[rp] {
+				classSet[rc] = true
+			}
+		}
+	}
+
+	// One statement reads the consumers with what they hold now and the
+	// providers with their inventory and usage (see readWriteState).
+	st, err := readWriteState(tx, uuids, rpUUIDs, classSet)
 	if err != nil {
 		return nil, err
 	}
+	existing, providers, inv := st.consumers, st.providers, st.inv
+
+	// Consumers: the generation each write expects comes first, as
+	// upstream checks it before looking at providers.
 	for _, w := range ws {
 		if !w.CheckGeneration {
 			continue
@@ -246,28 +266,6 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 	}
 
 	// Providers named in the new allocations must exist.
-	var rpUUIDs []string
-	seenRP := map[string]bool{}
-	for _, w := range ws {
-		for _, rp := range allocKeys(w.Allocations) {
-			if !seenRP[rp] {
-				seenRP[rp] = true
-				rpUUIDs = append(rpUUIDs, rp)
-			}
-		}
-	}
-	classSet := map[string]bool{}
-	for _, w := range ws {
-		for _, res := range w.Allocations {
-			for rc := range res {
-				classSet[rc] = true
-			}
-		}
-	}
-	providers, inv, err := readProvidersInventory(tx, rpUUIDs, classSet)
-	if err != nil {
-		return nil, err
-	}
 	for _, rp := range rpUUIDs {
 		if providers[rp] == nil {
 			return nil, BadRequest("Allocation for resource provider '%s' that does not exist.", rp)
@@ -279,48 +277,25 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 	for _, p := range providers {
 		bump[p.id] = p.generation
 	}
-	var clearing []string
 	for _, w := range ws {
 		if len(w.Allocations) == 0 && existing[w.UUID] != nil {
-			clearing = append(clearing, w.UUID)
-		}
-	}
-	if len(clearing) > 0 {
-		rows, err := tx.Raw(`SELECT DISTINCT rp.id, rp.generation FROM allocations a
- JOIN resource_providers rp ON rp.id = a.resource_provider_id WHERE a.consumer_id IN ?`, clearing).Rows()
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var id, gen int64
-			if err := rows.Scan(&id, &gen); err != nil {
-				rows.Close()
-				return nil, err
+			for id, gen := range st.heldProviders[w.UUID] {
+				bump[id] = gen
 			}
-			bump[id] = gen
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
 		}
 	}
 
-	// What the consumers hold now (replaced by this write), then the
-	// inventory and usage of every (provider, class) being allocated.
-	// Allocations only exist with their consumer row (every writer goes
-	// through here), so only existing consumers can hold anything.
+	// What the consumers hold now is replaced by this write: it does not
+	// count against the capacity it asks for. Allocations only exist with
+	// their consumer row (every writer goes through here), so only
+	// existing consumers can hold anything.
 	var held []string
 	for _, u := range uuids {
 		if existing[u] != nil {
 			held = append(held, u)
 		}
 	}
-	own := map[usageKey]int64{}
-	if len(held) > 0 {
-		if own, err = s.readHeldUsage(tx, held); err != nil {
-			return nil, err
-		}
-	}
+	own := st.own
 	for _, r := range inv {
 		r.usedOwn = own[usageKey{r.rp, r.classID}]
 	}
@@ -376,21 +351,8 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 			return err
 		}
 
-		// Optimistic generation bumps, providers in id order (a fixed lock
-		// order, so two writers never deadlock on each other's rows).
-		ids := make([]int64, 0, len(bump))
-		for id := range bump {
-			ids = append(ids, id)
-		}
-		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-		for _, id := range ids {
-			if err := bumpGeneration(tx, id, bump[id], t); err != nil {
-				var pe *Error
-				if errors.As(err, &pe) && pe.Code == CodeConcurrentUpdate {
-					return &errRetry{msgProviderRace}
-				}
-				return err
-			}
+		if err := bumpGenerations(tx, bump, t); err != nil {
+			return err
 		}
 		return s.writeConsumers(tx, ws, existing, typeIDs, t)
 	}, nil
@@ -528,73 +490,164 @@ func readProvidersByUUID(tx *gorm.DB, uuids []string) (map[string]*allocProvider
 // usageKey names one (provider id, resource class id) pair.
 type usageKey struct{ rp, rc int64 }
 
-// readHeldUsage returns what consumers hold now, summed by (provider,
-// class). On MySQL it is a locking read: the rows stay as read until the
-// transaction ends, so the usage summary can be corrected by exactly what
-// the write then deletes.
-func (s *Service) readHeldUsage(tx *gorm.DB, consumers []string) (map[usageKey]int64, error) {
-	q := "SELECT resource_provider_id, resource_class_id, used FROM allocations WHERE consumer_id IN ?"
-	if s.db.Dialect == db.MySQL {
-		q += " FOR UPDATE"
+// writeState is what an allocation write reads before it checks anything.
+type writeState struct {
+	// consumers are the existing consumers among those written, by uuid.
+	consumers map[string]*consumerRow
+	// own is what those consumers hold now, by (provider, class).
+	own map[usageKey]int64
+	// heldProviders are the providers each consumer holds allocations
+	// on: provider id → generation.
+	heldProviders map[string]map[int64]int64
+	// providers are the providers named by the new allocations that
+	// exist, by uuid; inv their inventories of the classes asked for,
+	// with the current usage.
+	providers map[string]*allocProviderRow
+	inv       map[capKey]*capRow
+}
+
+// readWriteState reads, in one statement (one round trip on MySQL), the
+// consumers among consumerUUIDs with their allocations (and the
+// generation of each provider they are on), and the providers among
+// rpUUIDs with their inventories of the classes in classSet and the
+// current usage of each (from allocation_usages). The two halves are a
+// UNION ALL whose first column tells them apart.
+//
+// The read takes no locks on MySQL: everything it returns is guarded by
+// an optimistic update at the end of the write. A provider's generation
+// guards its inventory and usage; a consumer's generation guards what it
+// holds (every allocation write bumps the generation of, or deletes,
+// every existing consumer it rewrites, so if the consumer's allocations
+// changed after this read, its generation moved and the write is rolled
+// back and retried).
+func readWriteState(tx *gorm.DB, consumerUUIDs, rpUUIDs []string, classSet map[string]bool) (*writeState, error) {
+	st := &writeState{
+		consumers:     make(map[string]*consumerRow, len(consumerUUIDs)),
+		own:           map[usageKey]int64{},
+		heldProviders: map[string]map[int64]int64{},
+		providers:     make(map[string]*allocProviderRow, len(rpUUIDs)),
+		inv:           map[capKey]*capRow{},
 	}
-	out := map[usageKey]int64{}
-	rows, err := tx.Raw(q, consumers).Rows()
+	const consumerPart = `SELECT 0, c.id, c.uuid, c.generation, c.project_id, c.user_id, c.consumer_type_id,
+ a.resource_provider_id, a.resource_class_id, a.used, arp.generation, NULL, NULL, NULL
+ FROM consumers c
+ LEFT JOIN allocations a ON a.consumer_id = c.uuid
+ LEFT JOIN resource_providers arp ON arp.id = a.resource_provider_id
+ WHERE c.uuid IN ?`
+	// Every inventory of the providers, filtered here: a provider has few,
+	// and a class filter would cost SQLite more than the extra rows.
+	const providerPart = `SELECT 1, rp.id, rp.uuid, rp.generation, rc.name, NULL, i.resource_class_id,
+ i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, COALESCE(u.used, 0)
+ FROM resource_providers rp
+ LEFT JOIN inventories i ON i.resource_provider_id = rp.id
+ LEFT JOIN resource_classes rc ON rc.id = i.resource_class_id
+ LEFT JOIN allocation_usages u ON u.resource_provider_id = i.resource_provider_id AND u.resource_class_id = i.resource_class_id
+ WHERE rp.uuid IN ?`
+	var q string
+	var args []any
+	switch {
+	case len(consumerUUIDs) > 0 && len(rpUUIDs) > 0:
+		q, args = consumerPart+"\nUNION ALL\n"+providerPart, []any{consumerUUIDs, rpUUIDs}
+	case len(consumerUUIDs) > 0:
+		q, args = consumerPart, []any{consumerUUIDs}
+	case len(rpUUIDs) > 0:
+		q, args = providerPart, []any{rpUUIDs}
+	default:
+		return st, nil
+	}
+	rows, err := tx.Raw(q, args...).Rows()
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var k usageKey
-		var n int64
-		if err := rows.Scan(&k.rp, &k.rc, &n); err != nil {
+		var kind, id, gen int64
+		var uuid string
+		var s5, s6 sql.NullString
+		var n7, n8, n9, n10, n11, n12, n14 sql.NullInt64
+		var f13 sql.NullFloat64
+		if err := rows.Scan(&kind, &id, &uuid, &gen, &s5, &s6, &n7, &n8, &n9, &n10, &n11, &n12, &f13, &n14); err != nil {
 			return nil, err
 		}
-		out[k] += n
-	}
-	return out, rows.Err()
-}
-
-// readProvidersInventory reads, in one query, the providers named by
-// uuids (by uuid) with their inventories of the classes in classSet and
-// the current usage of each (from allocation_usages).
-func readProvidersInventory(tx *gorm.DB, uuids []string, classSet map[string]bool) (map[string]*allocProviderRow, map[capKey]*capRow, error) {
-	providers := make(map[string]*allocProviderRow, len(uuids))
-	inv := map[capKey]*capRow{}
-	if len(uuids) == 0 {
-		return providers, inv, nil
-	}
-	// Every inventory of the providers, filtered here: a provider has few,
-	// and a class filter would cost SQLite more than the extra rows.
-	rows, err := tx.Raw(`SELECT rp.id, rp.uuid, rp.generation, rc.name, i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio,
- COALESCE(u.used, 0)
- FROM resource_providers rp
- LEFT JOIN inventories i ON i.resource_provider_id = rp.id
- LEFT JOIN resource_classes rc ON rc.id = i.resource_class_id
- LEFT JOIN allocation_usages u ON u.resource_provider_id = i.resource_provider_id AND u.resource_class_id = i.resource_class_id
- WHERE rp.uuid IN ?`, uuids).Rows()
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		p := &allocProviderRow{}
-		var class sql.NullString
-		var classID, total, reserved, minU, maxU, step sql.NullInt64
-		var ratio sql.NullFloat64
-		var used int64
-		if err := rows.Scan(&p.id, &p.uuid, &p.generation, &class, &classID, &total, &reserved, &minU, &maxU, &step, &ratio, &used); err != nil {
-			return nil, nil, err
-		}
-		if providers[p.uuid] == nil {
-			providers[p.uuid] = p
-		}
-		if !class.Valid || !classSet[class.String] {
+		if kind == 0 {
+			// A consumer (project, user, type) and one of its allocations
+			// (provider, class, used, provider generation), if any.
+			c := st.consumers[uuid]
+			if c == nil {
+				c = &consumerRow{id: id, uuid: uuid, projectID: s5.String, userID: s6.String, generation: gen}
+				if n7.Valid {
+					t := n7.Int64
+					c.typeID = &t
+				}
+				st.consumers[uuid] = c
+			}
+			if !n8.Valid {
+				continue // holds nothing
+			}
+			st.own[usageKey{n8.Int64, n9.Int64}] += n10.Int64
+			hp := st.heldProviders[uuid]
+			if hp == nil {
+				hp = map[int64]int64{}
+				st.heldProviders[uuid] = hp
+			}
+			hp[n8.Int64] = n11.Int64
 			continue
 		}
-		inv[capKey{p.id, class.String}] = &capRow{rp: p.id, classID: classID.Int64, total: total.Int64, reserved: reserved.Int64,
-			minUnit: minU.Int64, maxUnit: maxU.Int64, stepSize: step.Int64, ratio: ratio.Float64, usedAll: used}
+		// A provider and one of its inventories (class name, class id,
+		// total, reserved, min, max, step, ratio, used), if any.
+		if st.providers[uuid] == nil {
+			st.providers[uuid] = &allocProviderRow{id: id, uuid: uuid, generation: gen}
+		}
+		if !s5.Valid || !classSet[s5.String] {
+			continue
+		}
+		st.inv[capKey{id, s5.String}] = &capRow{rp: id, classID: n7.Int64, total: n8.Int64, reserved: n9.Int64,
+			minUnit: n10.Int64, maxUnit: n11.Int64, stepSize: n12.Int64, ratio: f13.Float64, usedAll: n14.Int64}
 	}
-	return providers, inv, rows.Err()
+	return st, rows.Err()
+}
+
+// bumpGenerations bumps the generation of every provider in bump
+// (provider id → generation read) in one optimistic UPDATE; a provider
+// whose generation moved is not matched and the write is a lost race.
+// The UPDATE finds the rows by primary key in id order, so concurrent
+// MySQL writers lock them in the same order.
+func bumpGenerations(tx *gorm.DB, bump map[int64]int64, t time.Time) error {
+	if len(bump) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(bump))
+	for id := range bump {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var sb strings.Builder
+	sb.WriteString("UPDATE resource_providers SET generation = generation + 1, updated_at = ? WHERE ")
+	args := make([]any, 0, 1+2*len(ids))
+	args = append(args, t)
+	for i, id := range ids {
+		if i > 0 {
+			sb.WriteString(" OR ")
+		}
+		if len(ids) > 1 {
+			sb.WriteString("(id = ? AND generation = ?)")
+		} else {
+			sb.WriteString("id = ? AND generation = ?")
+		}
+		args = append(args, id, bump[id])
+	}
+	res, err := db.SQLOf(tx).ExecContext(tx.Statement.Context, sb.String(), args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != int64(len(ids)) {
+		return &errRetry{msgProviderRace}
+	}
+	return nil
 }
 
 // addUsage applies usage changes to allocation_usages in one statement,
@@ -713,18 +766,13 @@ func allocKeys[V any](m map[string]V) []string {
 // consumer itself. Provider generations are not bumped (as upstream).
 func (s *Service) DeleteAllocations(ctx context.Context, consumerUUID string) error {
 	plan := func(tx *gorm.DB) (func(tx *gorm.DB) error, error) {
-		consumers, err := readConsumers(tx, []string{consumerUUID})
-		if err != nil {
-			return nil, err
-		}
-		held, err := s.readHeldUsage(tx, []string{consumerUUID})
+		held, c, err := s.readDeleteState(tx, consumerUUID)
 		if err != nil {
 			return nil, err
 		}
 		if len(held) == 0 {
 			return nil, NotFound("No allocations for consumer '%s'", consumerUUID)
 		}
-		c := consumers[consumerUUID]
 		return func(tx *gorm.DB) error {
 			if err := tx.Exec("DELETE FROM allocations WHERE consumer_id = ?", consumerUUID).Error; err != nil {
 				return err
@@ -763,6 +811,39 @@ func (s *Service) DeleteAllocations(ctx context.Context, consumerUUID string) er
 		}
 	}
 	return Conflict(CodeConcurrentUpdate, "Allocations of consumer %s changed while attempting to delete them. Please retry.", consumerUUID)
+}
+
+// readDeleteState reads, in one statement, what consumerUUID holds, by
+// (provider, class), and its consumer row (nil if it has none). On MySQL
+// it is a locking read: the allocation rows (and the consumer row) stay
+// as read until the transaction ends, so the usage summary can be
+// corrected by exactly what the delete removes.
+func (s *Service) readDeleteState(tx *gorm.DB, consumerUUID string) (map[usageKey]int64, *consumerRow, error) {
+	q := `SELECT a.resource_provider_id, a.resource_class_id, a.used, c.id, c.generation
+ FROM allocations a LEFT JOIN consumers c ON c.uuid = a.consumer_id WHERE a.consumer_id = ?`
+	if s.db.Dialect == db.MySQL {
+		q += " FOR UPDATE"
+	}
+	held := map[usageKey]int64{}
+	var c *consumerRow
+	rows, err := tx.Raw(q, consumerUUID).Rows()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k usageKey
+		var n int64
+		var id, gen sql.NullInt64
+		if err := rows.Scan(&k.rp, &k.rc, &n, &id, &gen); err != nil {
+			return nil, nil, err
+		}
+		held[k] += n
+		if id.Valid && c == nil {
+			c = &consumerRow{id: id.Int64, uuid: consumerUUID, generation: gen.Int64}
+		}
+	}
+	return held, c, rows.Err()
 }
 
 // ProviderResources is what a consumer holds on one provider.
