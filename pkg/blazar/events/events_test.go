@@ -12,9 +12,9 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/blazar/events"
+	"github.com/leasehold/leasehold/pkg/blazar/internal/blazartest"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
-	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 )
 
@@ -163,34 +163,13 @@ func TestStaleClaimTakenBack(t *testing.T) {
 	}
 }
 
-// openTwice opens the same database through two pools, as two processes
-// would.
-func openTwice(t *testing.T, dialect db.Dialect) (*db.DB, *db.DB) {
-	t.Helper()
-	u := dbtest.URLDialect(t, dialect)
-	ctx := context.Background()
-	var out [2]*db.DB
-	for i := range out {
-		d, err := db.Open(ctx, u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = d.Close() })
-		out[i] = d
-	}
-	if err := out[0].Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return out[0], out[1]
-}
-
 // TestExactlyOnceTwoManagers runs two managers (each with its own
 // connection pool and lease service, as two processes) concurrently over
 // the same events: every event runs exactly once.
 func TestExactlyOnceTwoManagers(t *testing.T) {
 	for _, dialect := range dbtest.Dialects() {
 		t.Run(string(dialect), func(t *testing.T) {
-			d1, d2 := openTwice(t, dialect)
+			d1, d2 := blazartest.OpenTwice(t, dialect)
 			clock := leasestest.NewClock(t0)
 			hosts := leasestest.NewHosts(40, nil)
 			svc1, _ := leasestest.New(d1, hosts, clock, leasestest.Options{MinutesBeforeEndLease: 30})

@@ -12,32 +12,13 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/leasehold/leasehold/pkg/blazar/internal/blazartest"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 	"github.com/leasehold/leasehold/plugins"
 )
-
-// openTwice opens one database through two pools, as two processes do.
-func openTwice(t *testing.T, dialect db.Dialect) (*db.DB, *db.DB) {
-	t.Helper()
-	u := dbtest.URLDialect(t, dialect)
-	ctx := context.Background()
-	var out [2]*db.DB
-	for i := range out {
-		d, err := db.Open(ctx, u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = d.Close() })
-		out[i] = d
-	}
-	if err := out[0].Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return out[0], out[1]
-}
 
 // TestNoDoubleBookingConcurrent fires 200 concurrent lease creations for
 // overlapping windows at two lease services, each with its own connection
@@ -46,7 +27,7 @@ func openTwice(t *testing.T, dialect db.Dialect) (*db.DB, *db.DB) {
 func TestNoDoubleBookingConcurrent(t *testing.T) {
 	for _, dialect := range dbtest.Dialects() {
 		t.Run(string(dialect), func(t *testing.T) {
-			d1, d2 := openTwice(t, dialect)
+			d1, d2 := blazartest.OpenTwice(t, dialect)
 			clock := leasestest.NewClock(t0)
 			hosts := leasestest.NewHosts(12, nil)
 			svcs := []*leases.Service{}
