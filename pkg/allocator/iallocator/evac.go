@@ -88,45 +88,15 @@ func processEvac(req *Request, opts allocator.Options) *Response {
 
 func evacResp(r *allocator.EvacResult) *Response {
 	var b strings.Builder
-	b.WriteString("[[")
-	for i, m := range r.Moved {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('[')
-		jsonString(&b, m.Instance)
-		b.WriteByte(',')
-		jsonString(&b, m.Group)
-		b.WriteByte(',')
-		b.WriteString(strList(m.Nodes))
-		b.WriteByte(']')
-	}
-	b.WriteString("],[")
-	for i, f := range r.Failed {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('[')
-		jsonString(&b, f.Instance)
-		b.WriteByte(',')
-		jsonString(&b, f.Reason)
-		b.WriteByte(']')
-	}
-	b.WriteString("],[")
-	for i, job := range r.Jobs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('[')
-		for k, op := range job {
-			if k > 0 {
-				b.WriteByte(',')
-			}
-			writeOp(&b, op)
-		}
-		b.WriteByte(']')
-	}
-	b.WriteString("]]")
+	b.WriteByte('[')
+	writeList(&b, r.Moved, func(m allocator.Moved) { writePlaced(&b, m.Nodes, m.Instance, m.Group) })
+	b.WriteByte(',')
+	writeList(&b, r.Failed, func(f allocator.EvacFailed) { writeStrs(&b, f.Instance, f.Reason) })
+	b.WriteByte(',')
+	writeList(&b, r.Jobs, func(job []allocator.Op) {
+		writeList(&b, job, func(op allocator.Op) { writeOp(&b, op) })
+	})
+	b.WriteByte(']')
 	info := fmt.Sprintf("%d instances failed to move and %d were moved successfully", len(r.Failed), len(r.Moved))
 	return okResp(info, b.String())
 }

@@ -81,15 +81,38 @@ func failResp(msg string) *Response {
 
 func strList(xs []string) string {
 	var b strings.Builder
+	writeStrs(&b, xs...)
+	return b.String()
+}
+
+// writeList writes xs as a JSON array, item writing each element. The
+// multi-allocation and evacuation answers are arrays of such arrays.
+func writeList[T any](b *strings.Builder, xs []T, item func(T)) {
 	b.WriteByte('[')
 	for i, x := range xs {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		jsonString(&b, x)
+		item(x)
 	}
 	b.WriteByte(']')
-	return b.String()
+}
+
+// writeStrs writes a JSON array of strings.
+func writeStrs(b *strings.Builder, xs ...string) {
+	writeList(b, xs, func(x string) { jsonString(b, x) })
+}
+
+// writePlaced writes hail's entry for a placed instance: its names (the
+// instance, and for an evacuation the group) followed by its nodes.
+func writePlaced(b *strings.Builder, nodes []string, names ...string) {
+	b.WriteByte('[')
+	for _, n := range names {
+		jsonString(b, n)
+		b.WriteByte(',')
+	}
+	writeStrs(b, nodes...)
+	b.WriteByte(']')
 }
 
 // Process runs a decoded request.
@@ -111,29 +134,11 @@ func Process(req *Request, opts allocator.Options) *Response {
 			return failResp(err.Error())
 		}
 		var b strings.Builder
-		b.WriteString("[[")
-		for i, a := range r.Allocated {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('[')
-			jsonString(&b, a.Name)
-			b.WriteByte(',')
-			b.WriteString(strList(a.Nodes))
-			b.WriteByte(']')
-		}
-		b.WriteString("],[")
-		for i, f := range r.Failed {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('[')
-			jsonString(&b, f.Name)
-			b.WriteByte(',')
-			jsonString(&b, f.Info)
-			b.WriteByte(']')
-		}
-		b.WriteString("]]")
+		b.WriteByte('[')
+		writeList(&b, r.Allocated, func(a allocator.MultiAllocated) { writePlaced(&b, a.Nodes, a.Name) })
+		b.WriteByte(',')
+		writeList(&b, r.Failed, func(f allocator.MultiFailed) { writeStrs(&b, f.Name, f.Info) })
+		b.WriteByte(']')
 		info := fmt.Sprintf("%d instances failed to allocate and %d were allocated successfully", len(r.Failed), len(r.Allocated))
 		return okResp(info, b.String())
 	}
