@@ -5,9 +5,9 @@
 # `setup.sh full`). For each perfload dataset (scripts/benchplacement):
 # fresh servers on fresh SQLite databases, the dataset loaded over HTTP
 # into both, then the dataset's query (and its limit=5 variant) run by 10
-# concurrent clients for DURATION against each; p50/p99 latency, requests/s
-# and the ratios come from this one run. Leasehold's RSS is read after the
-# runs. Results: bench-results/placement-<time>/results.txt (+ .jsonl).
+# concurrent clients (and by one client alone) for DURATION against each;
+# p50/p99 latency, requests/s and the ratios come from this one run.
+# Leasehold's peak RSS (VmHWM) is read after the runs. Results: bench-results/placement-<time>/results.txt (+ .jsonl).
 #
 # Env: DURATION (10s), N_FLAT (1000 providers), N_NESTED (1000 trees),
 # CONCURRENCY (10), DATASETS ("flat nested wide"), UPSTREAM=0 to skip the
@@ -75,6 +75,7 @@ stop_all() {
 }
 
 rss_mb() { awk '/VmRSS/ {printf "%.1f", $2/1024}' "/proc/$1/status"; }
+hwm_mb() { awk '/VmHWM/ {printf "%.1f", $2/1024}' "/proc/$1/status"; }
 
 {
   echo "# bench-placement $(date -u +%FT%TZ) on $(nproc) cores; $CONCURRENCY clients, $DURATION per query and target"
@@ -102,7 +103,7 @@ for ds in $DATASETS; do
   fi
   "$WORK/benchplacement" bench -dataset "$ds" -c "$CONCURRENCY" -duration "$DURATION" "${extra[@]}" "${targets[@]}" \
     | tee -a "$OUT/results.jsonl" | grep '^#' | tee -a "$OUT/results.txt" || true
-  echo "# $ds: leasehold RSS $(rss_mb "$LH_PID") MB after the runs" | tee -a "$OUT/results.txt"
+  echo "# $ds: leasehold RSS $(rss_mb "$LH_PID") MB after the runs, peak $(hwm_mb "$LH_PID") MB" | tee -a "$OUT/results.txt"
   stop_all
 done
 echo "results: $OUT/results.txt"

@@ -15,7 +15,8 @@
 //     groups of CUSTOM_ACC:1, group_policy=none (8^8 combinations, 8! =
 //     40320 candidates)
 //
-// Every dataset is also measured with limit=5.
+// Every dataset is also measured with limit=5, and every query with one
+// client (latency alone) as well as with -c clients (latency under load).
 package main
 
 import (
@@ -250,12 +251,14 @@ type stats struct {
 	Results   int     `json:"allocation_requests"`
 	TimedOut  bool    `json:"timed_out,omitempty"`
 	FirstCall float64 `json:"first_ms"`
+	Clients   int     `json:"clients"`
+	Bytes     int64   `json:"bytes"`
 }
 
 func bench(name, base, q string, conc int, dur, timeout time.Duration, maxReq int) stats {
 	c := newClient(base, conc)
 	c.hc.Timeout = timeout
-	st := stats{Target: name, Query: q}
+	st := stats{Target: name, Query: q, Clients: conc}
 	t0 := time.Now()
 	code, body, err := c.do("GET", "/allocation_candidates?"+q, nil, "1.39")
 	st.FirstCall = float64(time.Since(t0).Microseconds()) / 1000
@@ -277,6 +280,7 @@ func bench(name, base, q string, conc int, dur, timeout time.Duration, maxReq in
 	}
 	st.Results = len(parsed.AR)
 	size := int64(len(body))
+	st.Bytes = size
 	var mu sync.Mutex
 	var lat []time.Duration
 	var errs atomic.Int64
@@ -337,6 +341,7 @@ func main() {
 	maxReq := fs.Int("max-requests", 0, "stop after this many requests (0: duration only)")
 	timeout := fs.Duration("timeout", 120*time.Second, "per-request timeout")
 	limitOnly := fs.Bool("limit-only", false, "measure only the limit=5 variant")
+	seq := fs.Bool("sequential", true, "also measure with one client (latency without queueing)")
 	var ts targets
 	fs.Var(&ts, "target", "name=URL (repeatable)")
 	_ = fs.Parse(os.Args[2:])
@@ -356,32 +361,52 @@ func main() {
 		if *limitOnly {
 			qs = qs[1:]
 		}
+		concs := []int{*conc}
+		if *seq && *conc != 1 {
+			concs = []int{1, *conc}
+		}
 		for _, q := range qs {
-			var all []stats
-			for _, t := range ts {
-				name, base, _ := strings.Cut(t, "=")
-				all = append(all, bench(name, base, q, *conc, *dur, *timeout, *maxReq))
-			}
-			for _, s := range all {
-				b, _ := json.Marshal(s)
-				fmt.Println(string(b))
-				if s.P50ms > 0 {
-					fmt.Printf("# %s %s %s: p50 %.2f ms, p99 %.2f ms, %.1f q/s, %d allocation requests (first call %.1f ms)\n",
-						*ds, limitLabel(q), s.Target, s.P50ms, s.P99ms, s.RPS, s.Results, s.FirstCall)
-				} else {
-					fmt.Printf("# %s %s %s: no successful request (timed out: %v, first call %.0f ms)\n", *ds, limitLabel(q), s.Target, s.TimedOut, s.FirstCall)
+			for _, cc := range concs {
+				var all []stats
+				for _, t := range ts {
+					name, base, _ := strings.Cut(t, "=")
+					all = append(all, bench(name, base, q, cc, *dur, *timeout, *maxReq))
 				}
-			}
-			if len(all) == 2 && all[0].P50ms > 0 && all[1].P50ms > 0 {
-				fmt.Printf("# %s %s: p50 %.2f ms vs %.2f ms (%.1fx faster), p99 %.2f vs %.2f ms, %.0f vs %.1f q/s (%.1fx)\n",
-					*ds, limitLabel(q), all[0].P50ms, all[1].P50ms, all[1].P50ms/all[0].P50ms,
-					all[0].P99ms, all[1].P99ms, all[0].RPS, all[1].RPS, all[0].RPS/all[1].RPS)
+				for _, s := range all {
+					b, _ := json.Marshal(s)
+					fmt.Println(string(b))
+					if s.P50ms > 0 {
+						fmt.Printf("# %s %s %s, %s: p50 %.2f ms, p99 %.2f ms, %.1f q/s, %d allocation requests, %s (first call %.1f ms)\n",
+							*ds, limitLabel(q), s.Target, clients(cc), s.P50ms, s.P99ms, s.RPS, s.Results, sizeLabel(s.Bytes), s.FirstCall)
+					} else {
+						fmt.Printf("# %s %s %s, %s: no successful request (timed out: %v, first call %.0f ms)\n", *ds, limitLabel(q), s.Target, clients(cc), s.TimedOut, s.FirstCall)
+					}
+				}
+				if len(all) == 2 && all[0].P50ms > 0 && all[1].P50ms > 0 {
+					fmt.Printf("# %s %s, %s: p50 %.2f ms vs %.2f ms (%.1fx faster), p99 %.2f vs %.2f ms, %.0f vs %.1f q/s (%.1fx)\n",
+						*ds, limitLabel(q), clients(cc), all[0].P50ms, all[1].P50ms, all[1].P50ms/all[0].P50ms,
+						all[0].P99ms, all[1].P99ms, all[0].RPS, all[1].RPS, all[0].RPS/all[1].RPS)
+				}
 			}
 		}
 	default:
 		fmt.Fprintln(os.Stderr, "unknown command", os.Args[1])
 		os.Exit(2)
 	}
+}
+
+func clients(n int) string {
+	if n == 1 {
+		return "1 client"
+	}
+	return fmt.Sprintf("%d clients", n)
+}
+
+func sizeLabel(n int64) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.0f KB", float64(n)/1024)
 }
 
 func limitLabel(q string) string {
