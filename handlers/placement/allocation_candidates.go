@@ -31,6 +31,7 @@ func (a *API) listAllocationCandidates(w http.ResponseWriter, r *http.Request) e
 	res, err := a.svc.AllocationCandidates(r.Context(), req, placement.CandidateOptions{
 		MaxCandidates: a.cfg.MaxAllocationCandidates,
 		Randomize:     a.cfg.RandomizeAllocationCandidates,
+		SearchCap:     a.cfg.AllocationCandidatesSearchCap,
 	})
 	if err != nil {
 		return err

@@ -49,6 +49,12 @@ type Placement struct {
 	IncompleteConsumerUserID      string `mapstructure:"incomplete_consumer_user_id"`
 	RandomizeAllocationCandidates bool   `mapstructure:"randomize_allocation_candidates"`
 	MaxAllocationCandidates       int    `mapstructure:"max_allocation_candidates"`
+	// AllocationCandidatesSearchCap is Leasehold's bound on the work of
+	// one GET /allocation_candidates whatever max_allocation_candidates
+	// says (upstream's default, -1, is unbounded): at most this many
+	// candidates generated and provider combinations tried per group.
+	// 0 disables it.
+	AllocationCandidatesSearchCap int `mapstructure:"allocation_candidates_search_cap"`
 }
 
 // CORS holds the [cors] section (oslo.middleware semantics). CORS is
@@ -73,11 +79,12 @@ var defaults = map[string]any{
 	"log_format":       "text",
 	"shutdown_timeout": "10s",
 
-	"placement.policy_mode":                     "legacy",
-	"placement.incomplete_consumer_project_id":  "00000000-0000-0000-0000-000000000000",
-	"placement.incomplete_consumer_user_id":     "00000000-0000-0000-0000-000000000000",
-	"placement.randomize_allocation_candidates": false,
-	"placement.max_allocation_candidates":       -1,
+	"placement.policy_mode":                      "legacy",
+	"placement.incomplete_consumer_project_id":   "00000000-0000-0000-0000-000000000000",
+	"placement.incomplete_consumer_user_id":      "00000000-0000-0000-0000-000000000000",
+	"placement.randomize_allocation_candidates":  false,
+	"placement.max_allocation_candidates":        -1,
+	"placement.allocation_candidates_search_cap": 1000000,
 
 	"cors.allowed_origin":    []string{},
 	"cors.allow_credentials": true,

@@ -77,10 +77,11 @@ func TestDefaults(t *testing.T) {
 	want.Auth, want.LogLevel, want.LogFormat = "noauth", "info", "text"
 	want.AutoMigrate, want.ShutdownTimeout = true, 10*time.Second
 	want.Placement = Placement{
-		PolicyMode:                  "legacy",
-		IncompleteConsumerProjectID: "00000000-0000-0000-0000-000000000000",
-		IncompleteConsumerUserID:    "00000000-0000-0000-0000-000000000000",
-		MaxAllocationCandidates:     -1,
+		PolicyMode:                    "legacy",
+		IncompleteConsumerProjectID:   "00000000-0000-0000-0000-000000000000",
+		IncompleteConsumerUserID:      "00000000-0000-0000-0000-000000000000",
+		MaxAllocationCandidates:       -1,
+		AllocationCandidatesSearchCap: 1000000,
 	}
 	want.CORS = CORS{
 		AllowCredentials: true,
@@ -123,6 +124,7 @@ func TestSamples(t *testing.T) {
 				{"placement.incomplete_consumer_user_id", c.Placement.IncompleteConsumerUserID, "22222222-2222-2222-2222-222222222222"},
 				{"placement.randomize_allocation_candidates", c.Placement.RandomizeAllocationCandidates, true},
 				{"placement.max_allocation_candidates", c.Placement.MaxAllocationCandidates, 1000},
+				{"placement.allocation_candidates_search_cap", c.Placement.AllocationCandidatesSearchCap, 200000},
 				{"cors.allowed_origin", c.CORS.AllowedOrigin, []string{"https://dashboard.example.com", "https://admin.example.com"}},
 				{"cors.allow_credentials", c.CORS.AllowCredentials, false},
 				{"cors.max_age", c.CORS.MaxAge, 600},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -336,6 +337,8 @@ type CandidateOptions struct {
 	MaxCandidates int
 	// Randomize is randomize_allocation_candidates.
 	Randomize bool
+	// SearchCap is allocation_candidates_search_cap (0: none).
+	SearchCap int
 }
 
 // AllocationCandidates answers a parsed GET /allocation_candidates.
@@ -351,6 +354,7 @@ func (s *Service) AllocationCandidates(ctx context.Context, req *candidates.Requ
 		req.MaxCandidates = 1
 	}
 	req.Randomize = opts.Randomize
+	req.SearchCap = opts.SearchCap
 	res, err := snap.Find(ctx, req)
 	if err != nil {
 		switch e := err.(type) {
@@ -360,6 +364,10 @@ func (s *Service) AllocationCandidates(ctx context.Context, req *candidates.Requ
 			return nil, BadRequest("%s", e.Error())
 		}
 		return nil, err
+	}
+	if res.SearchCapped {
+		slog.WarnContext(ctx, "allocation candidates search stopped at allocation_candidates_search_cap; the answer holds what was found",
+			"search_cap", opts.SearchCap, "candidates", res.Len())
 	}
 	return res, nil
 }

@@ -38,6 +38,7 @@ type groupPlan struct {
 	treeRoot  int32
 	byAnchor  [][]option // by anchor provider index
 	anchors   []int32    // anchors having options, in insertion order
+	capped    bool       // SearchCap stopped the combinations
 }
 
 func (gp *groupPlan) add(a int32, o option) {
@@ -55,7 +56,7 @@ func (s *Snapshot) Find(ctx context.Context, req *Request) (*Result, error) {
 	}
 	plans := make([]*groupPlan, 0, len(req.Groups))
 	for i := range req.Groups {
-		gp, err := s.planGroup(&req.Groups[i], anchorOK)
+		gp, err := s.planGroup(ctx, &req.Groups[i], anchorOK, req.SearchCap)
 		if err != nil {
 			return nil, err
 		}
@@ -85,7 +86,12 @@ func (s *Snapshot) Find(ctx context.Context, req *Request) (*Result, error) {
 	if req.Limit > 0 && len(out) > req.Limit {
 		out = out[:req.Limit]
 	}
-	res := &Result{Capped: m.capped, Snapshot: s, out: out, allocs: m.allocs, choices: m.choices, plans: plans}
+	for _, gp := range plans {
+		if gp.capped {
+			m.capped, m.searchCapped = true, true
+		}
+	}
+	res := &Result{Capped: m.capped, SearchCapped: m.searchCapped, Snapshot: s, out: out, allocs: m.allocs, choices: m.choices, plans: plans}
 	res.order = make([]int, len(plans))
 	for i := range res.order {
 		res.order[i] = i
@@ -149,7 +155,7 @@ func (s *Snapshot) anchorFilter(req *Request) (func(int32) bool, bool, error) {
 // planGroup resolves g in upstream's order (classes, member_of, traits,
 // in_tree, capacity) and computes its options. A nil plan means the
 // group, hence the whole request, has no candidate.
-func (s *Snapshot) planGroup(g *Group, anchorOK func(int32) bool) (*groupPlan, error) {
+func (s *Snapshot) planGroup(ctx context.Context, g *Group, anchorOK func(int32) bool, searchCap int) (*groupPlan, error) {
 	gp := &groupPlan{g: g, treeRoot: -1}
 	for _, r := range g.Resources {
 		c, ok := s.classIdx[r.Class]
@@ -222,7 +228,9 @@ func (s *Snapshot) planGroup(g *Group, anchorOK func(int32) bool) (*groupPlan, e
 		}
 	}
 	if !g.UseSameProvider && (s.sharing || s.hasTrees) {
-		s.multiProvider(gp, capable, anchorOK)
+		if err := s.multiProvider(ctx, gp, capable, anchorOK, searchCap); err != nil {
+			return nil, err
+		}
 	} else {
 		s.singleProvider(gp, capable, anchorOK)
 	}
@@ -301,7 +309,11 @@ next:
 // per anchor, every combination of one provider per class drawn from the
 // anchor's tree and the sharing providers reaching it, whose providers
 // together have the required traits and none has a forbidden one.
-func (s *Snapshot) multiProvider(gp *groupPlan, capable [][]int32, anchorOK func(int32) bool) {
+//
+// The combinations are a product over the group's classes, which grows
+// without bound in a big tree: past searchCap of them (0: no cap) the
+// group keeps the options found so far.
+func (s *Snapshot) multiProvider(ctx context.Context, gp *groupPlan, capable [][]int32, anchorOK func(int32) bool, searchCap int) error {
 	bad := func(p int32) bool { return s.inAnyAgg(p, gp.badAggs) }
 	perRes := make([]map[int32][]int32, len(gp.res))
 	var common map[int32]bool
@@ -338,7 +350,7 @@ func (s *Snapshot) multiProvider(gp *groupPlan, capable [][]int32, anchorOK func
 			}
 		}
 		if len(m) == 0 {
-			return
+			return nil
 		}
 		if common == nil {
 			common = map[int32]bool{}
@@ -353,7 +365,7 @@ func (s *Snapshot) multiProvider(gp *groupPlan, capable [][]int32, anchorOK func
 			}
 		}
 		if len(common) == 0 {
-			return
+			return nil
 		}
 		perRes[i] = m
 	}
@@ -370,6 +382,7 @@ func (s *Snapshot) multiProvider(gp *groupPlan, capable [][]int32, anchorOK func
 	sort.Slice(anchors, func(i, j int) bool { return s.provs[anchors[i]].id < s.provs[anchors[j]].id })
 	lists := make([][]int32, len(order))
 	idx := make([]int, len(order))
+	tried := 0
 	for _, a := range anchors {
 		for k, i := range order {
 			l := append([]int32(nil), perRes[i][a]...)
@@ -378,6 +391,15 @@ func (s *Snapshot) multiProvider(gp *groupPlan, capable [][]int32, anchorOK func
 			idx[k] = 0
 		}
 		for {
+			if tried++; searchCap > 0 && tried > searchCap {
+				gp.capped = true
+				return nil
+			}
+			if tried&4095 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
 			if opt, ok := s.combine(gp, order, lists, idx, a); ok {
 				gp.add(a, opt)
 			}
@@ -394,6 +416,7 @@ func (s *Snapshot) multiProvider(gp *groupPlan, capable [][]int32, anchorOK func
 			}
 		}
 	}
+	return nil
 }
 
 // combine checks the traits of one combination and builds its option.
@@ -462,6 +485,9 @@ type merger struct {
 	stop, capped  bool
 	max, limit    int
 	steps         int
+	maxSteps      int
+	capFromSearch bool // max is SearchCap, not MaxCandidates
+	searchCapped  bool
 	key           []byte
 }
 
@@ -474,6 +500,12 @@ func newMerger(s *Snapshot, req *Request, plans []*groupPlan) *merger {
 		chosenIdx:     make([]int32, len(plans)),
 		seen:          map[string]struct{}{},
 		max:           req.MaxCandidates,
+	}
+	if req.SearchCap > 0 {
+		if m.max <= 0 || m.max > req.SearchCap {
+			m.max, m.capFromSearch = req.SearchCap, true
+		}
+		m.maxSteps = 16 * req.SearchCap
 	}
 	if !req.Randomize {
 		m.limit = req.Limit
@@ -537,6 +569,12 @@ func (m *merger) dfs(ctx context.Context, anchor int32, depth int) error {
 	if m.steps&1023 == 0 {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		// A search that prunes nearly everything emits little but can
+		// still walk a huge product: bound the walk as well.
+		if m.maxSteps > 0 && m.steps > m.maxSteps {
+			m.stop, m.capped, m.searchCapped = true, true, true
+			return nil
 		}
 	}
 	gp := m.plans[depth]
@@ -718,6 +756,7 @@ func (m *merger) emit() {
 	m.out = append(m.out, merged{anchor: m.anchor, aStart: int32(start), aLen: int32(len(allocs)), cStart: int32(cs)})
 	if m.max > 0 && len(m.out) >= m.max {
 		m.stop, m.capped = true, true
+		m.searchCapped = m.searchCapped || m.capFromSearch
 	}
 	if m.limit > 0 && len(m.out) >= m.limit {
 		m.stop = true

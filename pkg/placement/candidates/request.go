@@ -43,6 +43,11 @@ type Request struct {
 	// MaxCandidates caps the distinct candidates generated (−1 or 0 =
 	// unlimited), like [placement] max_allocation_candidates.
 	MaxCandidates int
+	// SearchCap bounds the work whatever MaxCandidates says (0: none):
+	// at most this many candidates are generated, and at most this many
+	// provider combinations are tried per group. Past it the answer holds
+	// what was found and Result.Capped is set.
+	SearchCap int
 	// Randomize is [placement] randomize_allocation_candidates; Rand is
 	// its source (nil: a fresh one).
 	Randomize bool
@@ -98,8 +103,11 @@ type Summary struct {
 // safe for concurrent use.
 type Result struct {
 	Summaries []Summary
-	// Capped reports that MaxCandidates stopped the generation.
+	// Capped reports that MaxCandidates or SearchCap stopped the
+	// generation.
 	Capped bool
+	// SearchCapped reports that SearchCap did.
+	SearchCapped bool
 	// Snapshot is the snapshot the answer was computed on (nil for an
 	// empty answer decided before any search).
 	Snapshot *Snapshot
