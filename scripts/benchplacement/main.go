@@ -366,11 +366,18 @@ func main() {
 			concs = []int{1, *conc}
 		}
 		for _, q := range qs {
+			gaveUp := map[string]bool{} // targets whose first call timed out on this query
 			for _, cc := range concs {
 				var all []stats
 				for _, t := range ts {
 					name, base, _ := strings.Cut(t, "=")
-					all = append(all, bench(name, base, q, cc, *dur, *timeout, *maxReq))
+					if gaveUp[name] {
+						fmt.Printf("# %s %s %s, %s: skipped (timed out with fewer clients)\n", *ds, limitLabel(q), name, clients(cc))
+						continue
+					}
+					st := bench(name, base, q, cc, *dur, *timeout, *maxReq)
+					gaveUp[name] = st.TimedOut
+					all = append(all, st)
 				}
 				for _, s := range all {
 					b, _ := json.Marshal(s)
