@@ -413,10 +413,7 @@ func (c *Cluster) pickWithN1(sc scope, ok []Placement, sol *Solution, opts *Opti
 		}
 		return 0
 	})
-	budget := opts.ExactTieBudget
-	if budget == 0 {
-		budget = 4_000_000
-	}
+	budget := tieBudget(opts)
 	refined := 0
 	for i := 0; i < len(ok); i++ {
 		if single && budget > 0 && i >= refined {

@@ -36,12 +36,7 @@ func (st *Stats) scoreWith(old *Node, ov, nv *[nComp]float64, mapExtra int, locA
 		case aggSD:
 			v := st.v[k]
 			if compOnline[k] == online {
-				n, s := st.n[k], st.s[k]
-				x, y := ov[k], nv[k]
-				ds := y - x
-				dss := y*y - x*x
-				dnnvar := (n*dss - 2*s*ds) - ds*ds
-				v = max(0, v+dnnvar/(n*n))
+				v = varAfter(st.n[k], st.s[k], v, ov[k], nv[k])
 			}
 			val = math.Sqrt(v)
 		case aggMap:
@@ -106,11 +101,7 @@ func (p *primed) scoreWith(old *Node, ov, nv *[nComp]float64, mapExtra int, locA
 		case aggSD:
 			v := st.v[k]
 			if compOnline[k] == online {
-				n, s := st.n[k], st.s[k]
-				ds := y - x
-				dss := y*y - x*x
-				dnnvar := (n*dss - 2*s*ds) - ds*ds
-				v = max(0, v+dnnvar/(n*n))
+				v = varAfter(st.n[k], st.s[k], v, x, y)
 			}
 			val = math.Sqrt(v)
 		case aggMap:
@@ -139,11 +130,7 @@ func (p *primed) scoreChanged(old *Node, ov, nv *[nComp]float64, changed []int8,
 		if compKind[k] == aggSum {
 			val = st.s[k] + (y - x)
 		} else {
-			n, s := st.n[k], st.s[k]
-			ds := y - x
-			dss := y*y - x*x
-			dnnvar := (n*dss - 2*s*ds) - ds*ds
-			val = math.Sqrt(max(0, st.v[k]+dnnvar/(n*n)))
+			val = math.Sqrt(varAfter(st.n[k], st.s[k], st.v[k], x, y))
 		}
 		t[k] = ComponentWeights[k] * val
 	}
@@ -291,12 +278,7 @@ func (c *Cluster) onePrimary(sc scope, base *Stats, cands []int, p int, inst *In
 	ov [][nComp]float64, gen []genericSec, special []bool, ws *pairScratch, buf *[]lightCand) primaryResult {
 	var res primaryResult
 	pn := &c.Nodes[p]
-	nSec := 0
-	for _, s := range cands {
-		if s != p && c.Nodes[s].Group == pn.Group {
-			nSec++
-		}
-	}
+	nSec := c.secondariesOf(cands, p)
 	if f := inst.MatchesPolicy(pn.Policy, pn.ExclStorage); f != FailNone {
 		res.fails[f] += nSec
 		return res
@@ -376,13 +358,7 @@ func (c *Cluster) onePrimary(sc scope, base *Stats, cands []int, p int, inst *In
 	if len(cs) == 0 {
 		return res
 	}
-	// the best (ties: later secondary)
-	bi := 0
-	for i := range cs {
-		if !(cs[bi].score < cs[i].score) {
-			bi = i
-		}
-	}
+	bi := bestLast(cs) // ties: the later secondary
 	build := func(lc lightCand) *Placement {
 		pl, f := c.evalPair(base, inst, p, int(lc.node), opts, false)
 		if f != FailNone {
@@ -399,18 +375,7 @@ func (c *Cluster) onePrimary(sc scope, base *Stats, cands []int, p int, inst *In
 		res.best = pl
 		return res
 	}
-	// hail's order: the list in reverse candidate order, stably sorted
-	order := slices.Clone(cs)
-	slices.Reverse(order)
-	slices.SortStableFunc(order, func(a, b lightCand) int {
-		switch {
-		case a.score < b.score:
-			return -1
-		case b.score < a.score:
-			return 1
-		}
-		return 0
-	})
+	order := hailOrder(cs)
 	for i := 1; i < len(order); i++ {
 		if pl := build(order[i]); c.globalN1(sc, pl) {
 			res.best = pl
@@ -458,33 +423,15 @@ func (c *Cluster) trySinglesNormal(sc scope, base *Stats, cands []int, inst *Ins
 		return pl
 	}
 	if !checkN1 {
-		bi := 0
-		for i := range cs {
-			if !(cs[bi].score < cs[i].score) {
-				bi = i
-			}
-		}
+		bi := bestLast(cs)
 		// exact ties as hail: refine the near-tied best ones from scratch
 		pls := c.nearTies(sc, base, cs, cs[bi].score, build, opts)
 		b := pls[0]
 		sol.Best = &b
 		return sol
 	}
-	order := slices.Clone(cs)
-	slices.Reverse(order)
-	slices.SortStableFunc(order, func(a, b lightCand) int {
-		switch {
-		case a.score < b.score:
-			return -1
-		case b.score < a.score:
-			return 1
-		}
-		return 0
-	})
-	budget := opts.ExactTieBudget
-	if budget == 0 {
-		budget = 4_000_000
-	}
+	order := hailOrder(cs)
+	budget := tieBudget(opts)
 	full := make([]Placement, 0, 8)
 	for i := 0; i < len(order); {
 		// the run of near-tied candidates starting at i, in hail's order
@@ -532,10 +479,7 @@ func (c *Cluster) trySinglesNormal(sc scope, base *Stats, cands []int, inst *Ins
 // hail's order (exact scores when the budget allows).
 func (c *Cluster) nearTies(sc scope, base *Stats, cs []lightCand, best float64, build func(lightCand) Placement, opts *Options) []Placement {
 	eps := 1e-9 * max(1, abs(best))
-	budget := opts.ExactTieBudget
-	if budget == 0 {
-		budget = 4_000_000
-	}
+	budget := tieBudget(opts)
 	n := 0
 	for k := range cs {
 		if cs[k].score-best <= eps {
@@ -545,28 +489,14 @@ func (c *Cluster) nearTies(sc scope, base *Stats, cs []lightCand, best float64, 
 	var run []Placement
 	if n == 1 || budget < 0 || n*len(sc.nodes) > budget {
 		// no refinement: the exact minimum, ties to the later candidate
-		bi := 0
-		for i := range cs {
-			if !(cs[bi].score < cs[i].score) {
-				bi = i
-			}
-		}
-		return []Placement{build(cs[bi])}
+		return []Placement{build(cs[bestLast(cs)])}
 	}
 	for k := len(cs) - 1; k >= 0; k-- { // reversed candidate order
 		if cs[k].score-best <= eps {
 			run = append(run, build(cs[k]))
 		}
 	}
-	slices.SortStableFunc(run, func(a, b Placement) int {
-		switch {
-		case a.Score < b.Score:
-			return -1
-		case b.Score < a.Score:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(run, func(a, b Placement) int { return cmpScore(a.Score, b.Score) })
 	c.refineRun(sc, run, opts)
 	return run
 }
@@ -575,10 +505,7 @@ func (c *Cluster) nearTies(sc scope, base *Stats, cs []lightCand, best float64, 
 // in htools' summation order and re-sorts it (stable, so ties keep hail's
 // later-first order), when the budget allows.
 func (c *Cluster) refineRun(sc scope, run []Placement, opts *Options) {
-	budget := opts.ExactTieBudget
-	if budget == 0 {
-		budget = 4_000_000
-	}
+	budget := tieBudget(opts)
 	if len(run) < 2 || budget < 0 || len(run)*len(sc.nodes) > budget {
 		return
 	}
@@ -593,15 +520,7 @@ func (c *Cluster) refineRun(sc scope, run []Placement, opts *Options) {
 		run[k].Score = scratchScore(sc, vals, offline, base, &run[k])
 	}
 	slices.SortFunc(run, func(a, b Placement) int { return b.P - a.P })
-	slices.SortStableFunc(run, func(a, b Placement) int {
-		switch {
-		case a.Score < b.Score:
-			return -1
-		case b.Score < a.Score:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(run, func(a, b Placement) int { return cmpScore(a.Score, b.Score) })
 }
 
 // scratchScore is compCV of the scope with the placement's nodes replaced,
@@ -699,12 +618,7 @@ func (c *Cluster) tryPairsDed(cands []int, inst *Instance, opts *Options) *Solut
 	cur := DedMetric{}
 	for _, p := range cands {
 		pn := &c.Nodes[p]
-		nSec := 0
-		for _, s := range cands {
-			if s != p && c.Nodes[s].Group == pn.Group {
-				nSec++
-			}
-		}
+		nSec := c.secondariesOf(cands, p)
 		if f := inst.MatchesPolicy(pn.Policy, pn.ExclStorage); f != FailNone {
 			sol.Fails[f] += nSec
 			continue
@@ -788,4 +702,70 @@ func countCommonSorted(a, b []string) int {
 		}
 	}
 	return n
+}
+
+// varAfter is the variance after one node's value changes from x to y in
+// a population of n values summing to s with variance v: htools'
+// incremental formula (updateStatistics). Stats.update and the fast
+// scorers share it so that their results stay bit-identical.
+func varAfter(n, s, v, x, y float64) float64 {
+	ds := y - x
+	dss := y*y - x*x
+	dnnvar := (n*dss - 2*s*ds) - ds*ds
+	return max(0, v+dnnvar/(n*n))
+}
+
+// secondariesOf counts the candidates that can be p's secondary (other
+// candidates of p's group): the pairs a failure of p alone rules out.
+func (c *Cluster) secondariesOf(cands []int, p int) int {
+	n, g := 0, c.Nodes[p].Group
+	for _, s := range cands {
+		if s != p && c.Nodes[s].Group == g {
+			n++
+		}
+	}
+	return n
+}
+
+// bestLast is the index of the lowest score in cs, ties to the later
+// candidate (hail keeps the later of equal scores).
+func bestLast(cs []lightCand) int {
+	bi := 0
+	for i := range cs {
+		if !(cs[bi].score < cs[i].score) {
+			bi = i
+		}
+	}
+	return bi
+}
+
+// cmpScore orders scores ascending for the stable sorts. Not
+// cmp.Compare, which puts NaN first: here NaN compares equal to every
+// score, as these sorts always did.
+func cmpScore(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case b < a:
+		return 1
+	}
+	return 0
+}
+
+// hailOrder is the order in which hail tries candidates after the best
+// fails the N+1 check: the list in reverse candidate order, stably
+// sorted by score. cs itself is left as it is.
+func hailOrder(cs []lightCand) []lightCand {
+	order := slices.Clone(cs)
+	slices.Reverse(order)
+	slices.SortStableFunc(order, func(a, b lightCand) int { return cmpScore(a.score, b.score) })
+	return order
+}
+
+// tieBudget is opts.ExactTieBudget with its default applied (see Options).
+func tieBudget(opts *Options) int {
+	if opts.ExactTieBudget == 0 {
+		return 4_000_000
+	}
+	return opts.ExactTieBudget
 }

@@ -191,11 +191,8 @@ func (st *Stats) update(old, nw *Node, ov, nv *[nComp]float64) {
 			st.s[k] = st.s[k] + (y - x)
 		case aggSD:
 			n, s, v := st.n[k], st.s[k], st.v[k]
-			ds := y - x
-			dss := y*y - x*x
-			dnnvar := (n*dss - 2*s*ds) - ds*ds
-			st.s[k] = s + ds
-			st.v[k] = max(0, v+dnnvar/(n*n))
+			st.s[k] = s + (y - x)
+			st.v[k] = varAfter(n, s, v, x, y)
 		}
 	}
 }
