@@ -50,13 +50,19 @@ const (
 )
 
 // WriteAllocations replaces the allocations of every consumer in ws, all
-// or nothing, in one transaction that (1) reads the current usage and
-// inventory of the providers involved, (2) checks capacity and unit
-// constraints, (3) replaces the consumers' allocation rows and corrects
-// the usage summary (allocation_usages), (4) bumps every involved
-// provider's generation and (5) every consumer's generation with an
-// optimistic "… WHERE generation = ?" update. A lost race is retried a
-// few times and then reported as 409 placement.concurrent_update.
+// or nothing, in one transaction that (1) reads, in one statement, the
+// consumers with what they hold and the inventory and usage of the
+// providers involved, (2) checks capacity and unit constraints, (3)
+// replaces the consumers' allocation rows, (4) bumps every involved
+// provider's generation with one optimistic "… WHERE generation = ?"
+// update and corrects the usage summary (allocation_usages; on MySQL
+// usually in the same statement) and (5) bumps every consumer's
+// generation, optimistically too. A lost race is retried a few times and
+// then reported as 409 placement.concurrent_update.
+//
+// On MySQL a write to one provider is thus six round trips (START
+// TRANSACTION, the read, the allocation rows, generations and usage, the
+// consumer row, COMMIT).
 //
 // multi selects the wording of POST /allocations (several consumers) for
 // the unknown-resource-class error; PUT names its single consumer.
@@ -347,12 +353,21 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 		for _, a := range inserts {
 			delta[usageKey{a.rp, a.classID}] += a.used
 		}
-		if err := s.addUsage(tx, delta); err != nil {
-			return err
-		}
-
-		if err := bumpGenerations(tx, bump, t); err != nil {
-			return err
+		// Optimistic generation bumps first, then the usage rows: every
+		// writer locks providers before usage rows, so concurrent MySQL
+		// writers do not lock them in opposite orders.
+		if s.db.Dialect == db.MySQL && usageRowsExist(delta, bump, st.usageRows) {
+			// One statement for both (see bumpWithUsage).
+			if err := bumpWithUsage(tx, bump, delta, t); err != nil {
+				return err
+			}
+		} else {
+			if err := bumpGenerations(tx, bump, t); err != nil {
+				return err
+			}
+			if err := s.addUsage(tx, delta); err != nil {
+				return err
+			}
 		}
 		return s.writeConsumers(tx, ws, existing, typeIDs, t)
 	}, nil
@@ -504,6 +519,9 @@ type writeState struct {
 	// with the current usage.
 	providers map[string]*allocProviderRow
 	inv       map[capKey]*capRow
+	// usageRows are the (provider, class) pairs of those providers'
+	// inventories that have an allocation_usages row.
+	usageRows map[usageKey]bool
 }
 
 // readWriteState reads, in one statement (one round trip on MySQL), the
@@ -527,6 +545,7 @@ func readWriteState(tx *gorm.DB, consumerUUIDs, rpUUIDs []string, classSet map[s
 		heldProviders: map[string]map[int64]int64{},
 		providers:     make(map[string]*allocProviderRow, len(rpUUIDs)),
 		inv:           map[capKey]*capRow{},
+		usageRows:     map[usageKey]bool{},
 	}
 	const consumerPart = `SELECT 0, c.id, c.uuid, c.generation, c.project_id, c.user_id, c.consumer_type_id,
  a.resource_provider_id, a.resource_class_id, a.used, arp.generation, NULL, NULL, NULL
@@ -537,7 +556,7 @@ func readWriteState(tx *gorm.DB, consumerUUIDs, rpUUIDs []string, classSet map[s
 	// Every inventory of the providers, filtered here: a provider has few,
 	// and a class filter would cost SQLite more than the extra rows.
 	const providerPart = `SELECT 1, rp.id, rp.uuid, rp.generation, rc.name, NULL, i.resource_class_id,
- i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, COALESCE(u.used, 0)
+ i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, u.used
  FROM resource_providers rp
  LEFT JOIN inventories i ON i.resource_provider_id = rp.id
  LEFT JOIN resource_classes rc ON rc.id = i.resource_class_id
@@ -598,6 +617,9 @@ func readWriteState(tx *gorm.DB, consumerUUIDs, rpUUIDs []string, classSet map[s
 		if st.providers[uuid] == nil {
 			st.providers[uuid] = &allocProviderRow{id: id, uuid: uuid, generation: gen}
 		}
+		if n14.Valid {
+			st.usageRows[usageKey{id, n7.Int64}] = true
+		}
 		if !s5.Valid || !classSet[s5.String] {
 			continue
 		}
@@ -645,6 +667,89 @@ func bumpGenerations(tx *gorm.DB, bump map[int64]int64, t time.Time) error {
 		return err
 	}
 	if n != int64(len(ids)) {
+		return &errRetry{msgProviderRace}
+	}
+	return nil
+}
+
+// usageRowsExist reports whether every usage change in delta is on a
+// provider being bumped and has an allocation_usages row to change.
+func usageRowsExist(delta map[usageKey]int64, bump map[int64]int64, rows map[usageKey]bool) bool {
+	for k, n := range delta {
+		if n == 0 {
+			continue
+		}
+		if _, ok := bump[k.rp]; !ok || !rows[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// bumpWithUsage is bumpGenerations and addUsage in one MySQL multi-table
+// UPDATE, for when every usage change is on a bumped provider and its
+// allocation_usages row exists (usageRowsExist). The providers are the
+// outer side of a LEFT JOIN, so InnoDB locks each provider row (by
+// primary key, in id order) before its usage rows. MySQL updates each
+// matched row once and counts the rows it changed: one per provider plus
+// one per usage change. Fewer means a provider's generation moved (its
+// row and its usage rows are not matched) or a usage row went away, and
+// the attempt is a lost race (rolled back and run again).
+func bumpWithUsage(tx *gorm.DB, bump map[int64]int64, delta map[usageKey]int64, t time.Time) error {
+	keys := make([]usageKey, 0, len(delta))
+	for k, n := range delta {
+		if n != 0 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return bumpGenerations(tx, bump, t)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].rp != keys[j].rp {
+			return keys[i].rp < keys[j].rp
+		}
+		return keys[i].rc < keys[j].rc
+	})
+	ids := make([]int64, 0, len(bump))
+	for id := range bump {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+
+	var sb strings.Builder
+	args := make([]any, 0, 5*len(keys)+2*len(ids)+1)
+	sb.WriteString("UPDATE resource_providers rp LEFT JOIN allocation_usages u ON u.resource_provider_id = rp.id AND (")
+	for i, k := range keys {
+		if i > 0 {
+			sb.WriteString(" OR ")
+		}
+		sb.WriteString("(u.resource_provider_id = ? AND u.resource_class_id = ?)")
+		args = append(args, k.rp, k.rc)
+	}
+	sb.WriteString(")\n SET rp.generation = rp.generation + 1, rp.updated_at = ?, u.used = u.used + CASE")
+	args = append(args, t)
+	for _, k := range keys {
+		sb.WriteString(" WHEN u.resource_provider_id = ? AND u.resource_class_id = ? THEN ?")
+		args = append(args, k.rp, k.rc, delta[k])
+	}
+	sb.WriteString(" ELSE 0 END\n WHERE ")
+	for i, id := range ids {
+		if i > 0 {
+			sb.WriteString(" OR ")
+		}
+		sb.WriteString("(rp.id = ? AND rp.generation = ?)")
+		args = append(args, id, bump[id])
+	}
+	res, err := db.SQLOf(tx).ExecContext(tx.Statement.Context, sb.String(), args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != int64(len(ids)+len(keys)) {
 		return &errRetry{msgProviderRace}
 	}
 	return nil
@@ -766,41 +871,7 @@ func allocKeys[V any](m map[string]V) []string {
 // consumer itself. Provider generations are not bumped (as upstream).
 func (s *Service) DeleteAllocations(ctx context.Context, consumerUUID string) error {
 	plan := func(tx *gorm.DB) (func(tx *gorm.DB) error, error) {
-		held, c, err := s.readDeleteState(tx, consumerUUID)
-		if err != nil {
-			return nil, err
-		}
-		if len(held) == 0 {
-			return nil, NotFound("No allocations for consumer '%s'", consumerUUID)
-		}
-		return func(tx *gorm.DB) error {
-			if err := tx.Exec("DELETE FROM allocations WHERE consumer_id = ?", consumerUUID).Error; err != nil {
-				return err
-			}
-			delta := make(map[usageKey]int64, len(held))
-			for k, n := range held {
-				delta[k] = -n
-			}
-			if err := s.addUsage(tx, delta); err != nil {
-				return err
-			}
-			if c == nil {
-				// Allocations without a consumer row (left by an old
-				// writer); drop a row that appeared meanwhile too.
-				return tx.Exec("DELETE FROM consumers WHERE uuid = ?", consumerUUID).Error
-			}
-			// The consumer's generation guards the usage arithmetic: had
-			// another write changed its allocations since they were read,
-			// the generation moved and this attempt is rolled back.
-			res := tx.Exec("DELETE FROM consumers WHERE id = ? AND generation = ?", c.id, c.generation)
-			if res.Error != nil {
-				return res.Error
-			}
-			if res.RowsAffected != 1 {
-				return &errRetry{msgConsumerRace}
-			}
-			return nil
-		}, nil
+		return s.planDeleteAllocations(tx, consumerUUID)
 	}
 	var err error
 	for attempt := 0; attempt < allocationRetries; attempt++ {
@@ -813,22 +884,77 @@ func (s *Service) DeleteAllocations(ctx context.Context, consumerUUID string) er
 	return Conflict(CodeConcurrentUpdate, "Allocations of consumer %s changed while attempting to delete them. Please retry.", consumerUUID)
 }
 
+// planDeleteAllocations is the reading half of DeleteAllocations inside
+// tx; it returns the writing half.
+func (s *Service) planDeleteAllocations(tx *gorm.DB, consumerUUID string) (func(tx *gorm.DB) error, error) {
+	held, nRows, c, err := s.readDeleteState(tx, consumerUUID)
+	if err != nil {
+		return nil, err
+	}
+	if len(held) == 0 {
+		return nil, NotFound("No allocations for consumer '%s'", consumerUUID)
+	}
+	return func(tx *gorm.DB) error {
+		delta := make(map[usageKey]int64, len(held))
+		for k, n := range held {
+			delta[k] = -n
+		}
+		if c != nil && s.db.Dialect == db.MySQL {
+			// The allocations and the consumer in one statement. The
+			// locking read holds every row it matches, so it deletes
+			// exactly the rows read plus the consumer, unless the
+			// consumer's generation moved: then nothing matches.
+			res := tx.Exec(`DELETE a, c FROM allocations a JOIN consumers c ON c.uuid = a.consumer_id
+ WHERE a.consumer_id = ? AND c.id = ? AND c.generation = ?`, consumerUUID, c.id, c.generation)
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected != nRows+1 {
+				return &errRetry{msgConsumerRace}
+			}
+			return s.addUsage(tx, delta)
+		}
+		if err := tx.Exec("DELETE FROM allocations WHERE consumer_id = ?", consumerUUID).Error; err != nil {
+			return err
+		}
+		if err := s.addUsage(tx, delta); err != nil {
+			return err
+		}
+		if c == nil {
+			// Allocations without a consumer row (left by an old
+			// writer); drop a row that appeared meanwhile too.
+			return tx.Exec("DELETE FROM consumers WHERE uuid = ?", consumerUUID).Error
+		}
+		// The consumer's generation guards the usage arithmetic: had
+		// another write changed its allocations since they were read,
+		// the generation moved and this attempt is rolled back.
+		res := tx.Exec("DELETE FROM consumers WHERE id = ? AND generation = ?", c.id, c.generation)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected != 1 {
+			return &errRetry{msgConsumerRace}
+		}
+		return nil
+	}, nil
+}
+
 // readDeleteState reads, in one statement, what consumerUUID holds, by
-// (provider, class), and its consumer row (nil if it has none). On MySQL
+// (provider, class), in how many allocation rows, and its consumer row
+// (nil if it has none). On MySQL
 // it is a locking read: the allocation rows (and the consumer row) stay
 // as read until the transaction ends, so the usage summary can be
 // corrected by exactly what the delete removes.
-func (s *Service) readDeleteState(tx *gorm.DB, consumerUUID string) (map[usageKey]int64, *consumerRow, error) {
+func (s *Service) readDeleteState(tx *gorm.DB, consumerUUID string) (held map[usageKey]int64, nRows int64, c *consumerRow, err error) {
 	q := `SELECT a.resource_provider_id, a.resource_class_id, a.used, c.id, c.generation
  FROM allocations a LEFT JOIN consumers c ON c.uuid = a.consumer_id WHERE a.consumer_id = ?`
 	if s.db.Dialect == db.MySQL {
 		q += " FOR UPDATE"
 	}
-	held := map[usageKey]int64{}
-	var c *consumerRow
+	held = map[usageKey]int64{}
 	rows, err := tx.Raw(q, consumerUUID).Rows()
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -836,14 +962,15 @@ func (s *Service) readDeleteState(tx *gorm.DB, consumerUUID string) (map[usageKe
 		var n int64
 		var id, gen sql.NullInt64
 		if err := rows.Scan(&k.rp, &k.rc, &n, &id, &gen); err != nil {
-			return nil, nil, err
+			return nil, 0, nil, err
 		}
 		held[k] += n
+		nRows++
 		if id.Valid && c == nil {
 			c = &consumerRow{id: id.Int64, uuid: consumerUUID, generation: gen.Int64}
 		}
 	}
-	return held, c, rows.Err()
+	return held, nRows, c, rows.Err()
 }
 
 // ProviderResources is what a consumer holds on one provider.
