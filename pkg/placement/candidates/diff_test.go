@@ -709,5 +709,29 @@ func TestDifferentialAgainstReference(t *testing.T) {
 				t.Fatalf("max %d gave %d capped=%v", limit, cres.Len(), cres.Capped)
 			}
 		}
+		// The search cap: what it returns is a subsequence of the full
+		// answer (a prefix when it stopped the candidates, not a group's
+		// combinations), and when it did not stop the search it is the
+		// full answer.
+		sreq := *req
+		sreq.SearchCap = rapid.IntRange(1, 2*len(want)+2).Draw(t, "searchCap")
+		sres, err := snap.Find(context.Background(), &sreq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sres.Len() > sreq.SearchCap || sres.Len() > got.Len() || (!sres.SearchCapped && sres.Len() != got.Len()) {
+			t.Fatalf("search cap %d: %d candidates (search capped %v) of %d", sreq.SearchCap, sres.Len(), sres.SearchCapped, got.Len())
+		}
+		j := 0
+		for i := 0; i < sres.Len(); i++ {
+			k := candKey(sres.Request(i))
+			for j < got.Len() && candKey(got.Request(j)) != k {
+				j++
+			}
+			if j == got.Len() {
+				t.Fatalf("search cap %d: candidate %d (%s) is not in the full answer after the ones before it", sreq.SearchCap, i, k)
+			}
+			j++
+		}
 	})
 }

@@ -61,7 +61,8 @@ func (s *Snapshot) Find(ctx context.Context, req *Request) (*Result, error) {
 			return nil, err
 		}
 		if gp == nil || len(gp.anchors) == 0 {
-			return &Result{}, nil
+			capped := gp != nil && gp.capped
+			return &Result{Capped: capped, SearchCapped: capped}, nil
 		}
 		plans = append(plans, gp)
 		if err := ctx.Err(); err != nil {
