@@ -773,10 +773,7 @@ func grow[T any](xs []T, n int) []T {
 }
 
 func (s *Snapshot) allocLess(a, b AllocRef) bool {
-	if a.Provider != b.Provider {
-		return s.provs[a.Provider].id < s.provs[b.Provider].id
-	}
-	return s.classIDs[a.Class] < s.classIDs[b.Class]
+	return s.provRank[a.Provider]|s.classRank[a.Class] < s.provRank[b.Provider]|s.classRank[b.Class]
 }
 
 // seenBefore records the candidate's key and reports a duplicate.

@@ -27,11 +27,16 @@ const SharingTrait = "MISC_SHARES_VIA_AGGREGATE"
 // Snapshot is an immutable view of the providers. It is safe for
 // concurrent use by any number of Find calls.
 type Snapshot struct {
-	provs     []prov
-	byID      map[int64]int32
-	byUUID    map[string]int32
-	classes   []string // class index → name
-	classIDs  []int64  // class index → database id (ordering)
+	provs    []prov
+	byID     map[int64]int32
+	byUUID   map[string]int32
+	classes  []string // class index → name
+	classIDs []int64  // class index → database id (ordering)
+	// allocKey orders a candidate's allocations (provider id, then class
+	// id) with one integer compare: provider rank by id << 32 | class
+	// rank by id, per provider and per class.
+	provRank  []uint64
+	classRank []uint64
 	classIdx  map[string]int32
 	traitIdx  map[string]int32
 	traits    []string
@@ -282,6 +287,24 @@ func (b *Builder) Build() *Snapshot {
 		sort.Slice(xs, func(x, y int) bool { return s.provs[xs[x]].id < s.provs[xs[y]].id })
 	}
 	byID(s.roots)
+	order := make([]int32, len(s.provs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	byID(order)
+	s.provRank = make([]uint64, len(s.provs))
+	for r, p := range order {
+		s.provRank[p] = uint64(r) << 32
+	}
+	corder := make([]int, len(s.classes))
+	for i := range corder {
+		corder[i] = i
+	}
+	sort.Slice(corder, func(x, y int) bool { return s.classIDs[corder[x]] < s.classIDs[corder[y]] })
+	s.classRank = make([]uint64, len(s.classes))
+	for r, c := range corder {
+		s.classRank[c] = uint64(r)
+	}
 	for r := range s.treeOf {
 		byID(s.treeOf[r])
 	}
