@@ -20,8 +20,9 @@ import (
 // counts, maxima and sums, one scan per table) is unchanged. Every write
 // that matters changes the marker: provider create/delete (count, max
 // id) and re-parent (sum of parent/root ids); inventory and trait changes
-// and allocation writes bump provider generations (and allocations are
-// summed too); aggregate membership has its own position-sensitive sum
+// and allocation writes bump provider generations (and the usage summary,
+// which is all the snapshot reads of allocations, has a weighted sum);
+// aggregate membership has its own position-sensitive sum
 // (PUT aggregates below 1.19 bumps no generation); new, deleted or
 // renamed classes and new traits change counts, max ids or name lengths.
 // The marker is read on every request, so several processes sharing one
@@ -31,7 +32,8 @@ const snapshotMarkerSQL = `SELECT COUNT(*), COALESCE(MAX(id), 0), COALESCE(SUM(g
  COALESCE(SUM(root_provider_id * 3 + COALESCE(parent_provider_id, 0) * 7), 0) FROM resource_providers
 UNION ALL SELECT COUNT(*), COALESCE(SUM(aggregate_id * aggregate_id * 7 + resource_provider_id * resource_provider_id * 13 + aggregate_id * resource_provider_id * 31), 0), 0, 0
  FROM resource_provider_aggregates
-UNION ALL SELECT COUNT(*), COALESCE(MAX(id), 0), COALESCE(SUM(used), 0), COALESCE(SUM(resource_provider_id * 3 + resource_class_id * 7), 0) FROM allocations
+UNION ALL SELECT COUNT(*), COALESCE(SUM(used), 0), COALESCE(SUM((used % 1000003) * ((resource_provider_id * 3 + resource_class_id * 7) % 1000003)), 0), 0
+ FROM allocation_usages
 UNION ALL SELECT COUNT(*), COALESCE(MAX(id), 0), 0, 0 FROM traits
 UNION ALL SELECT COUNT(*), COALESCE(MAX(id), 0), MAX(updated_at), COALESCE(SUM(LENGTH(name)), 0) FROM resource_classes`
 
@@ -295,7 +297,10 @@ func LoadSnapshotInto(tx *gorm.DB, b *candidates.Builder) (*candidates.Snapshot,
 	}); err != nil {
 		return nil, err
 	}
-	if err := each("SELECT resource_provider_id, resource_class_id, SUM(used) FROM allocations GROUP BY resource_provider_id, resource_class_id", func(r *sql.Rows) error {
+	// allocation_usages is the per-provider, per-class sum every
+	// allocation write keeps in its own transaction (GET usages reads
+	// it too): no need to aggregate the whole allocations table.
+	if err := each("SELECT resource_provider_id, resource_class_id, used FROM allocation_usages WHERE used <> 0", func(r *sql.Rows) error {
 		var rp, rc, used int64
 		if err := r.Scan(&rp, &rc, &used); err != nil {
 			return err

@@ -161,8 +161,7 @@ func TestAllocationCandidatesSeeWrites(t *testing.T) {
 	}
 	// An allocation using all of cn2's VCPU, written without any
 	// generation bump.
-	if err := f.tx.Exec("INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at) SELECT ?, 'c1', id, 4, ?, ? FROM resource_classes WHERE name = 'VCPU'",
-		f.ids["b-cn2"], time.Now(), time.Now()).Error; err != nil {
+	if err := rawAllocateVCPU(f.tx, f.ids["b-cn2"], 4); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"a-cn1:VCPU=1 c-ss:DISK_GB=10 "}, f.find(t, q)); diff != "" {
@@ -319,8 +318,7 @@ func TestAllocationCandidatesSeeOtherProcessWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if err := other.Exec("INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at) SELECT ?, 'c1', id, 4, ?, ? FROM resource_classes WHERE name = 'VCPU'",
-		f.ids["b-cn2"], time.Now(), time.Now()).Error; err != nil {
+	if err := rawAllocateVCPU(other.DB, f.ids["b-cn2"], 4); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"a-cn1:VCPU=1 c-ss:DISK_GB=10 "}, f.find(t, q)); diff != "" {
@@ -333,4 +331,15 @@ func TestAllocationCandidatesSeeOtherProcessWrites(t *testing.T) {
 	if got := f.find(t, q); len(got) != 0 {
 		t.Errorf("after aggregate removal: %v", got)
 	}
+}
+
+// rawAllocateVCPU writes an allocation of n VCPU on provider rp and its
+// usage summary row, as an allocation write does, but without bumping
+// the provider's generation.
+func rawAllocateVCPU(tx *gorm.DB, rp int64, n int64) error {
+	if err := tx.Exec("INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at) SELECT ?, 'c1', id, ?, ?, ? FROM resource_classes WHERE name = 'VCPU'",
+		rp, n, time.Now(), time.Now()).Error; err != nil {
+		return err
+	}
+	return tx.Exec("INSERT INTO allocation_usages (resource_provider_id, resource_class_id, used) SELECT ?, id, ? FROM resource_classes WHERE name = 'VCPU'", rp, n).Error
 }
