@@ -182,6 +182,9 @@ func (c *Config) validate() error {
 	default:
 		return fmt.Errorf("config: placement.policy_mode %q: want legacy, secure or open", c.Placement.PolicyMode)
 	}
+	if n := c.Placement.AllocationCandidatesSearchCap; n < 0 {
+		return fmt.Errorf("config: placement.allocation_candidates_search_cap %d: want 0 (off) or a positive count", n)
+	}
 	switch c.LogFormat {
 	case "text", "json":
 	default:
