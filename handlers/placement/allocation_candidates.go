@@ -59,24 +59,20 @@ func (a *API) listAllocationCandidates(w http.ResponseWriter, r *http.Request) e
 		_, err := w.Write(b)
 		return err
 	})
-	if err != nil {
-		// The client went away mid-answer: the status is already sent.
-		return nil
+	// Write errors are not returned: the status is sent by then, and a
+	// failed write only means the client left.
+	if err == nil {
+		if !started {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			start()
+		}
+		_, _ = w.Write(body)
 	}
-	if !started {
-		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		start()
-	}
-	_, err = w.Write(body)
 	if cap(body) <= maxPooledRender {
 		*bp = body
 		renderBufs.Put(bp)
 	}
-	if started {
-		// Already answering: a write error means the client left.
-		return nil
-	}
-	return err
+	return nil
 }
 
 // renderBufs recycles answer buffers: a few hundred KB per request
@@ -97,27 +93,28 @@ func renderCandidates(res *candidates.Result, req *candidates.Request, mv microv
 }
 
 // acFrags are JSON pieces of one snapshot's providers and classes,
-// encoded once per snapshot: a candidate is then mostly copies.
+// encoded once per snapshot (the snapshot changes with every write, so
+// all pieces share one buffer): a candidate is then mostly copies.
 type acFrags struct {
-	dictProv [][]byte // `"uuid": {"resources": {`
-	listProv [][]byte // `{"resource_provider": {"uuid": "uuid"}, "resources": {`
-	quoted   [][]byte // `"uuid"`
-	class    [][]byte // `"CLASS": `
+	quoted [][]byte // provider index → `"uuid"`
+	class  [][]byte // class index → `"CLASS": `
 }
 
 func snapshotFrags(snap *candidates.Snapshot) *acFrags {
 	return snap.Memo("placement/ac-json-frags", func() any {
-		n := snap.ProviderCount()
-		f := &acFrags{dictProv: make([][]byte, n), listProv: make([][]byte, n), quoted: make([][]byte, n),
-			class: make([][]byte, snap.ClassCount())}
-		for p := 0; p < n; p++ {
-			q := appendJSONString(nil, snap.ProviderUUID(int32(p)))
-			f.quoted[p] = q
-			f.dictProv[p] = append(append([]byte(nil), q...), `: {"resources": {`...)
-			f.listProv[p] = append(append(append([]byte(nil), `{"resource_provider": {"uuid": `...), q...), `}, "resources": {`...)
+		n, nc := snap.ProviderCount(), snap.ClassCount()
+		f := &acFrags{quoted: make([][]byte, n), class: make([][]byte, nc)}
+		buf := make([]byte, 0, n*38+nc*24)
+		carve := func(from int) []byte { return buf[from:len(buf):len(buf)] }
+		for p := range f.quoted {
+			at := len(buf)
+			buf = appendJSONString(buf, snap.ProviderUUID(int32(p)))
+			f.quoted[p] = carve(at)
 		}
 		for c := range f.class {
-			f.class[c] = append(appendJSONString(nil, snap.ClassName(int32(c))), ": "...)
+			at := len(buf)
+			buf = append(appendJSONString(buf, snap.ClassName(int32(c))), ": "...)
+			f.class[c] = carve(at)
 		}
 		return f
 	}).(*acFrags)
@@ -172,9 +169,12 @@ func appendCandidates(b []byte, res *candidates.Result, req *candidates.Request,
 					b = append(b, "}}, "...)
 				}
 				if dict {
-					b = append(b, f.dictProv[al.Provider]...)
+					b = append(b, f.quoted[al.Provider]...)
+					b = append(b, `: {"resources": {`...)
 				} else {
-					b = append(b, f.listProv[al.Provider]...)
+					b = append(b, `{"resource_provider": {"uuid": `...)
+					b = append(b, f.quoted[al.Provider]...)
+					b = append(b, `}, "resources": {`...)
 				}
 			} else {
 				b = append(b, ", "...)

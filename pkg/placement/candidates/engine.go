@@ -482,7 +482,6 @@ type merger struct {
 	out           []merged
 	allocs        []AllocRef
 	choices       []int32
-	anchor        int32
 	stop, capped  bool
 	max, limit    int
 	steps         int
@@ -550,7 +549,6 @@ func (m *merger) run(ctx context.Context) error {
 	}
 	sort.Slice(anchors, func(i, j int) bool { return m.s.provs[anchors[i]].id < m.s.provs[anchors[j]].id })
 	for _, a := range anchors {
-		m.anchor = a
 		if err := m.dfs(ctx, a, 0); err != nil {
 			return err
 		}
@@ -563,7 +561,7 @@ func (m *merger) run(ctx context.Context) error {
 
 func (m *merger) dfs(ctx context.Context, anchor int32, depth int) error {
 	if depth == len(m.plans) {
-		m.emit()
+		m.emit(anchor)
 		return nil
 	}
 	m.steps++
@@ -719,7 +717,7 @@ func (m *merger) sameSubtreeOK(depth int) bool {
 	return true
 }
 
-func (m *merger) emit() {
+func (m *merger) emit(anchor int32) {
 	s := m.s
 	// Grow the pools by doubling: append's gentler growth for big
 	// slices made a 40,000-candidate answer mostly memmove.
@@ -754,7 +752,7 @@ func (m *merger) emit() {
 	}
 	cs := len(m.choices)
 	m.choices = append(m.choices, m.chosenIdx...)
-	m.out = append(m.out, merged{anchor: m.anchor, aStart: int32(start), aLen: int32(len(allocs)), cStart: int32(cs)})
+	m.out = append(m.out, merged{anchor: anchor, aStart: int32(start), aLen: int32(len(allocs)), cStart: int32(cs)})
 	if m.max > 0 && len(m.out) >= m.max {
 		m.stop, m.capped = true, true
 		m.searchCapped = m.searchCapped || m.capFromSearch
