@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -124,25 +123,6 @@ func (t *Tx) QuerySQL(q string, args ...any) (*sql.Rows, error) {
 	return t.Statement.ConnPool.QueryContext(ctx, q, args...)
 }
 
-// Placeholders appends n groups of "(?,…,?)" with cols placeholders each,
-// separated by commas, to a statement's text.
-func Placeholders(b []byte, n, cols int) []byte {
-	for i := range n {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '(')
-		for c := range cols {
-			if c > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '?')
-		}
-		b = append(b, ')')
-	}
-	return b
-}
-
 // Refresher is implemented by plugins that keep a cached view (the host
 // list and bookings, the floating-IP pool). The lease service calls
 // Refresh before each transaction attempt, outside the transaction;
@@ -183,31 +163,14 @@ var ErrStale = errors.New("view may be stale, refresh and retry")
 // back and run the whole request again.
 var ErrRetry = errors.New("concurrent booking conflict, retry")
 
-// LockResources serialises every transaction that books one of ids: it
-// upserts a row per resource in blazar_resource_locks (bumping its
-// version), in sorted order so two transactions never deadlock on each
-// other's locks. On MySQL the row locks are held until commit; a SQLite
-// write transaction already holds the database write lock.
+// LockResources locks the resources of ids in the transaction (see
+// db.LockResources).
 func LockResources(tx *Tx, resourceType string, ids []string) error {
-	if len(ids) == 0 {
-		return nil
+	ctx := tx.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
 	}
-	ids = slices.Clone(ids)
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	q := append(make([]byte, 0, 128+8*len(ids)), "INSERT INTO blazar_resource_locks (resource_type, resource_id, version) VALUES "...)
-	q = Placeholders(q, len(ids), 3)
-	if tx.Dialect == db.MySQL {
-		q = append(q, " ON DUPLICATE KEY UPDATE version = version + 1"...)
-	} else {
-		q = append(q, " ON CONFLICT (resource_type, resource_id) DO UPDATE SET version = version + 1"...)
-	}
-	args := make([]any, 0, 3*len(ids))
-	for _, id := range ids {
-		args = append(args, resourceType, id, 1)
-	}
-	_, err := tx.ExecSQL(string(q), args...)
-	return err
+	return db.LockResources(ctx, tx.DB, tx.Dialect, resourceType, ids)
 }
 
 // Error is a Blazar API error raised by a plugin or the lease service.

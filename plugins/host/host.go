@@ -624,7 +624,7 @@ func (p *Plugin) lockAndBook(ctx context.Context, tx *plugins.Tx, resID string, 
 		}
 		if !clashed {
 			q = append(q, "VALUES "...)
-			q = plugins.Placeholders(q, len(hostIDs), 6)
+			q = db.Placeholders(q, len(hostIDs), 6)
 			if _, err := tx.ExecSQL(string(q), args...); err != nil {
 				return err
 			}

@@ -491,7 +491,7 @@ func insertReservations(tx *plugins.Tx, ress []models.Reservation) error {
 	q := []byte(`INSERT INTO reservations
 		(id, lease_id, resource_id, resource_type, status, missing_resources, resources_changed, created_at, updated_at)
 		VALUES `)
-	q = plugins.Placeholders(q, len(ress), 9)
+	q = db.Placeholders(q, len(ress), 9)
 	args := make([]any, 0, 9*len(ress))
 	for i := range ress {
 		r := &ress[i]
@@ -508,7 +508,7 @@ func insertEvents(tx *plugins.Tx, evs []models.Event) error {
 	q := []byte(`INSERT INTO events
 		(id, lease_id, event_type, time, status, claimed_by, claimed_at, attempts, created_at, updated_at)
 		VALUES `)
-	q = plugins.Placeholders(q, len(evs), 10)
+	q = db.Placeholders(q, len(evs), 10)
 	args := make([]any, 0, 10*len(evs))
 	for i := range evs {
 		e := &evs[i]
