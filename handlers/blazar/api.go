@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/leasehold/leasehold/pkg/auth"
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/httpx"
 	"github.com/leasehold/leasehold/pkg/microversion"
 )
@@ -161,7 +162,20 @@ func authMiddleware(authn Authenticator, next http.Handler) http.Handler {
 func RenderError(w http.ResponseWriter, r *http.Request, err error) {
 	var be *Error
 	var se StatusError
-	switch {
+	switch e := errs.As(err); {
+	case e != nil:
+		status := kindStatus[e.Kind]
+		if status == 0 || status >= 500 {
+			slog.ErrorContext(r.Context(), "request failed", "err", err)
+		}
+		if status == 0 {
+			status = http.StatusInternalServerError
+		}
+		var name any = status
+		if e.Code != "" {
+			name = e.Code
+		}
+		writeBlazar(w, status, e.Msg, name)
 	case errors.As(err, &be):
 		if be.Status >= 500 {
 			slog.ErrorContext(r.Context(), "request failed", "err", err)
@@ -177,6 +191,16 @@ func RenderError(w http.ResponseWriter, r *http.Request, err error) {
 		slog.ErrorContext(r.Context(), "internal error", "err", err)
 		writeBlazar(w, http.StatusInternalServerError, "Internal Server Error", "INTERNAL_SERVER_ERROR")
 	}
+}
+
+// kindStatus is the Blazar status of each error kind.
+var kindStatus = map[errs.Kind]int{
+	errs.Internal: http.StatusInternalServerError, errs.BadRequest: http.StatusBadRequest,
+	errs.Unauthorized: http.StatusUnauthorized, errs.Forbidden: http.StatusForbidden,
+	errs.NotFound: http.StatusNotFound, errs.MethodNotAllowed: http.StatusMethodNotAllowed,
+	errs.NotAcceptable: http.StatusNotAcceptable, errs.Conflict: http.StatusConflict,
+	errs.NotEnoughResources: http.StatusConflict, errs.TooLarge: http.StatusRequestEntityTooLarge,
+	errs.UnsupportedMediaType: http.StatusUnsupportedMediaType, errs.Unavailable: http.StatusServiceUnavailable,
 }
 
 func writeBlazar(w http.ResponseWriter, status int, msg string, name any) {
