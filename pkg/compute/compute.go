@@ -16,7 +16,6 @@ package compute
 
 import (
 	"context"
-	"fmt"
 )
 
 // HostDetails are the fields of a host as the compute service reports
@@ -69,15 +68,22 @@ type ReservationAggregate struct {
 }
 
 // Driver is a compute service. Every method is synchronous: it returns
-// when the change is done, or an error (an *Error carries the HTTP
-// status it maps to).
+// when the change is done, or an error (an *errs.Error says what kind of
+// failure it is: a refused request, an unknown host, the compute service
+// failing).
+//
+// The pool and reservation operations may run again after a crash or a
+// lost answer (the outbox retries them), so each must succeed when its
+// change is already done: adding a host already in the aggregate,
+// removing one that is not there.
 type Driver interface {
 	// Name is "standalone", "nova", … (for logs and /v1/plugins).
 	Name() string
 	// DescribeHost resolves the host named by a host-create body (key
 	// "name", or "id") and splits the body: HostDetails for the host
 	// itself and the remaining keys as extra capabilities. Unknown hosts
-	// are a 404 *Error, ambiguous names a 409.
+	// are an errs.NotFound, ambiguous names an errs.Conflict, a body
+	// without a name an errs.BadRequest.
 	DescribeHost(ctx context.Context, body map[string]string) (HostDetails, map[string]string, error)
 	// ServersOnHost lists the ids of servers running on the host (a host
 	// with servers cannot be registered or removed).
@@ -94,20 +100,4 @@ type Driver interface {
 	// CleanupServers deletes the servers left on the hosts when a lease
 	// ends and waits until they are gone.
 	CleanupServers(ctx context.Context, hostnames []string) error
-}
-
-// Error is a driver failure with the HTTP status the API gives it.
-type Error struct {
-	Status int
-	Msg    string
-}
-
-func (e *Error) Error() string { return e.Msg }
-
-// HTTPStatus implements the Blazar handlers' StatusError.
-func (e *Error) HTTPStatus() int { return e.Status }
-
-// Errorf builds an *Error.
-func Errorf(status int, format string, args ...any) *Error {
-	return &Error{Status: status, Msg: fmt.Sprintf(format, args...)}
 }

@@ -14,12 +14,16 @@
 //     and are deleted once empty.
 //   - CleanupServers deletes the servers left on the hosts and waits until
 //     they are gone (Config.ServerDeleteTimeout).
+//
+// Every pool operation may be run again (see compute.Driver): a host that
+// Nova says is already in the aggregate (409 on add_host) or not in it
+// (404 on remove_host) is checked against a fresh read of the aggregate
+// and, if Nova's state is already the wanted one, counts as done.
 package nova
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -33,6 +37,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 
 	"github.com/leasehold/leasehold/pkg/compute"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // Config holds the [nova] settings Blazar has.
@@ -86,14 +91,13 @@ func New(client *gophercloud.ServiceClient, cfg Config, log *slog.Logger) *Drive
 // Name implements compute.Driver.
 func (d *Driver) Name() string { return "nova" }
 
-// novaError maps a Nova failure to a compute.Error (Blazar's
-// NovaClientError is a 500).
+// novaError maps a Nova failure to an internal error (Blazar's
+// NovaClientError); an *errs.Error is kept as it is.
 func novaError(op string, err error) error {
-	var ce *compute.Error
-	if errors.As(err, &ce) {
+	if errs.As(err) != nil {
 		return err
 	}
-	return compute.Errorf(http.StatusInternalServerError, "Nova: %s: %v", op, err)
+	return errs.Wrap(errs.Internal, err, "Nova: %s: %v", op, err)
 }
 
 func isNotFound(err error) bool {
@@ -109,7 +113,7 @@ func (d *Driver) DescribeHost(ctx context.Context, body map[string]string) (comp
 		h, err := hypervisors.Get(ctx, d.client, id).Extract()
 		if err != nil {
 			if isNotFound(err) {
-				return compute.HostDetails{}, nil, compute.Errorf(http.StatusNotFound, "Host '%s' not found!", id)
+				return compute.HostDetails{}, nil, errs.NotFoundf("Host '%s' not found!", id)
 			}
 			return compute.HostDetails{}, nil, novaError("get hypervisor "+id, err)
 		}
@@ -133,14 +137,14 @@ func (d *Driver) DescribeHost(ctx context.Context, body map[string]string) (comp
 		}
 		switch len(match) {
 		case 0:
-			return compute.HostDetails{}, nil, compute.Errorf(http.StatusNotFound, "Host '%s' not found!", name)
+			return compute.HostDetails{}, nil, errs.NotFoundf("Host '%s' not found!", name)
 		case 1:
 			hv = &match[0]
 		default:
-			return compute.HostDetails{}, nil, compute.Errorf(http.StatusConflict, "There are multiple hosts matching %s.", name)
+			return compute.HostDetails{}, nil, errs.Conflictf("There are multiple hosts matching %s.", name)
 		}
 	default:
-		return compute.HostDetails{}, nil, compute.Errorf(http.StatusBadRequest, "Missing parameter `name`")
+		return compute.HostDetails{}, nil, errs.BadRequestf("Missing parameter `name`")
 	}
 	cpu, err := json.Marshal(hv.CPUInfo)
 	if err != nil {
@@ -244,7 +248,15 @@ func (d *Driver) addHosts(ctx context.Context, a *aggregates.Aggregate, hosts []
 		if member(a, h) {
 			continue
 		}
-		if _, err := aggregates.AddHost(ctx, d.client, a.ID, aggregates.AddHostOpts{Host: h}).Extract(); err != nil {
+		_, err := aggregates.AddHost(ctx, d.client, a.ID, aggregates.AddHostOpts{Host: h}).Extract()
+		if err != nil && gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+			// Already there (an earlier run of this call, or a listing
+			// older than Nova's state)? Then it is done; any other
+			// conflict (e.g. the host is in another availability zone)
+			// is not.
+			err = d.confirm(ctx, a, h, true, err)
+		}
+		if err != nil {
 			return novaError(fmt.Sprintf("add %s to aggregate %s", h, a.Name), err)
 		}
 		a.Hosts = append(a.Hosts, h)
@@ -257,7 +269,11 @@ func (d *Driver) removeHosts(ctx context.Context, a *aggregates.Aggregate, hosts
 		if !member(a, h) {
 			continue
 		}
-		if _, err := aggregates.RemoveHost(ctx, d.client, a.ID, aggregates.RemoveHostOpts{Host: h}).Extract(); err != nil {
+		_, err := aggregates.RemoveHost(ctx, d.client, a.ID, aggregates.RemoveHostOpts{Host: h}).Extract()
+		if err != nil && isNotFound(err) {
+			err = d.confirm(ctx, a, h, false, err)
+		}
+		if err != nil {
 			return novaError(fmt.Sprintf("remove %s from aggregate %s", h, a.Name), err)
 		}
 		kept := a.Hosts[:0]
@@ -271,13 +287,33 @@ func (d *Driver) removeHosts(ctx context.Context, a *aggregates.Aggregate, hosts
 	return nil
 }
 
+// confirm re-reads aggregate a after Nova refused to add (want true) or
+// remove (want false) host: nil when the host's membership is already
+// what was wanted, else the refusal. A vanished aggregate holds no host.
+func (d *Driver) confirm(ctx context.Context, a *aggregates.Aggregate, host string, want bool, refusal error) error {
+	cur, err := aggregates.Get(ctx, d.client, a.ID).Extract()
+	switch {
+	case err != nil && isNotFound(err):
+		if !want {
+			return nil
+		}
+		return refusal
+	case err != nil:
+		return err
+	}
+	if member(cur, host) == want {
+		return nil
+	}
+	return refusal
+}
+
 func (d *Driver) freePool(ctx context.Context) (*aggregates.Aggregate, error) {
 	a, err := d.aggregateNamed(ctx, d.cfg.FreePoolName)
 	if err != nil {
 		return nil, err
 	}
 	if a == nil {
-		return nil, compute.Errorf(http.StatusNotFound, "No freepool '%s' found.", d.cfg.FreePoolName)
+		return nil, errs.NotFoundf("No freepool '%s' found.", d.cfg.FreePoolName)
 	}
 	return a, nil
 }
@@ -368,7 +404,7 @@ func (d *Driver) CleanupServers(ctx context.Context, hostnames []string) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return compute.Errorf(http.StatusInternalServerError, "Timed out after %s waiting for servers %s to be deleted.", d.cfg.ServerDeleteTimeout, strings.Join(left, ", "))
+			return errs.New(errs.Internal, "Timed out after %s waiting for servers %s to be deleted.", d.cfg.ServerDeleteTimeout, strings.Join(left, ", "))
 		}
 		select {
 		case <-ctx.Done():

@@ -3,9 +3,9 @@ package nova
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +17,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 
 	"github.com/leasehold/leasehold/pkg/compute"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // fakeNova is the part of the compute API the driver uses, in memory.
@@ -30,6 +31,13 @@ type fakeNova struct {
 	lingering int
 	deleted   map[string]int
 	calls     []string
+	// landed are hosts whose add_host or remove_host has already taken
+	// effect when the request arrives (an earlier run of the same call
+	// whose answer was lost, or a concurrent one): Nova then refuses it.
+	landed map[string]bool
+	// refuseAdd are hosts Nova will not add (409, as for a host of
+	// another availability zone).
+	refuseAdd map[string]bool
 }
 
 type fakeAgg struct {
@@ -182,6 +190,13 @@ func (f *fakeNova) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case body["add_host"] != nil:
 			h := body["add_host"]["host"].(string)
+			if f.landed[h] {
+				a.Hosts = append(a.Hosts, h)
+			}
+			if f.refuseAdd[h] {
+				writeJSON(w, 409, map[string]any{"conflictingRequest": map[string]any{"code": 409, "message": "host in another zone"}})
+				return
+			}
 			for _, x := range a.Hosts {
 				if x == h {
 					writeJSON(w, 409, map[string]any{"conflictingRequest": map[string]any{"code": 409}})
@@ -191,6 +206,9 @@ func (f *fakeNova) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			a.Hosts = append(a.Hosts, h)
 		case body["remove_host"] != nil:
 			h := body["remove_host"]["host"].(string)
+			if f.landed[h] {
+				a.Hosts = slices.DeleteFunc(a.Hosts, func(x string) bool { return x == h })
+			}
 			kept := []string{}
 			found := false
 			for _, x := range a.Hosts {
@@ -225,12 +243,12 @@ func newDriver(t *testing.T, f *fakeNova, cfg Config) *Driver {
 	return New(sc, cfg, nil)
 }
 
-func status(err error) int {
-	var ce *compute.Error
-	if errors.As(err, &ce) {
-		return ce.Status
+// kind is the kind of an *errs.Error, or -1 for nil or any other error.
+func kind(err error) errs.Kind {
+	if e := errs.As(err); e != nil {
+		return e.Kind
 	}
-	return 0
+	return -1
 }
 
 func TestDescribeHost(t *testing.T) {
@@ -262,15 +280,15 @@ func TestDescribeHost(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		body map[string]string
-		code int
+		kind errs.Kind
 	}{
-		{map[string]string{"name": "nope"}, 404},
-		{map[string]string{"id": "77"}, 404},
-		{map[string]string{"name": "compute-10"}, 409},
-		{map[string]string{}, 400},
+		{map[string]string{"name": "nope"}, errs.NotFound},
+		{map[string]string{"id": "77"}, errs.NotFound},
+		{map[string]string{"name": "compute-10"}, errs.Conflict},
+		{map[string]string{}, errs.BadRequest},
 	} {
-		if _, _, err := d.DescribeHost(ctx, tt.body); status(err) != tt.code {
-			t.Errorf("%v: err %v, want %d", tt.body, err, tt.code)
+		if _, _, err := d.DescribeHost(ctx, tt.body); kind(err) != tt.kind {
+			t.Errorf("%v: err %v, want %v", tt.body, err, tt.kind)
 		}
 	}
 }
@@ -279,7 +297,7 @@ func TestPools(t *testing.T) {
 	f := newFakeNova()
 	d := newDriver(t, f, Config{})
 	ctx := context.Background()
-	if err := d.AddToFreePool(ctx, []string{"c1"}); status(err) != 404 {
+	if err := d.AddToFreePool(ctx, []string{"c1"}); kind(err) != errs.NotFound {
 		t.Fatalf("no freepool: %v", err)
 	}
 	fp := f.addAgg("freepool", "")
@@ -362,7 +380,46 @@ func TestServers(t *testing.T) {
 	// A server that never goes away times out.
 	f.lingering = 1 << 30
 	d.cfg.ServerDeleteTimeout = 5 * time.Millisecond
-	if err := d.CleanupServers(ctx, []string{"c2"}); status(err) != 500 || !strings.Contains(err.Error(), "s3") {
+	if err := d.CleanupServers(ctx, []string{"c2"}); kind(err) != errs.Internal || !strings.Contains(err.Error(), "s3") {
 		t.Errorf("timeout: %v", err)
+	}
+}
+
+// TestPoolsIdempotent: a pool operation run again after its change already
+// landed in Nova (the outbox retrying a call whose answer was lost) is a
+// success, for Nova's 409 on add_host and 404 on remove_host; a 409 for
+// another reason is still an error.
+func TestPoolsIdempotent(t *testing.T) {
+	f := newFakeNova()
+	fp := f.addAgg("freepool", "")
+	f.landed = map[string]bool{"c1": true}
+	f.refuseAdd = map[string]bool{"c9": true}
+	d := newDriver(t, f, Config{})
+	ctx := context.Background()
+	if err := d.AddToFreePool(ctx, []string{"c1", "c2"}); err != nil {
+		t.Fatalf("add, c1 already landed: %v", err)
+	}
+	if diff := cmp.Diff([]string{"c1", "c2"}, fp.Hosts); diff != "" {
+		t.Errorf("freepool after add (-want +got):\n%s", diff)
+	}
+	if err := d.RemoveFromFreePool(ctx, []string{"c1", "c2"}); err != nil {
+		t.Fatalf("remove, c1 already landed: %v", err)
+	}
+	if len(fp.Hosts) != 0 {
+		t.Errorf("freepool after remove: %v", fp.Hosts)
+	}
+	err := d.AddToFreePool(ctx, []string{"c9"})
+	if kind(err) != errs.Internal || !strings.Contains(err.Error(), "c9") {
+		t.Errorf("refused add: %v, want an internal error naming c9", err)
+	}
+	// The refusals were each checked against a fresh read of the aggregate.
+	gets := 0
+	for _, c := range f.calls {
+		if c == "GET os-aggregates/"+strconv.Itoa(fp.ID) {
+			gets++
+		}
+	}
+	if gets != 3 {
+		t.Errorf("%d aggregate reads, want 3 (one per refusal)", gets)
 	}
 }

@@ -6,19 +6,20 @@
 // service_name, availability_zone — and every other key becomes an extra
 // capability. There are no aggregates and no servers: the pool
 // operations only log at debug level and record what they were asked,
-// which tests and the operator can read back with Calls.
+// every time they are asked (a retried call is recorded twice), which
+// tests and the operator can read back with Calls.
 package standalone
 
 import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/leasehold/leasehold/pkg/compute"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // Driver is the standalone compute driver. The zero value is not usable;
@@ -66,7 +67,7 @@ func (d *Driver) DescribeHost(ctx context.Context, body map[string]string) (comp
 		}
 	}
 	if name == "" {
-		return compute.HostDetails{}, nil, compute.Errorf(http.StatusBadRequest, "Missing parameter `name`")
+		return compute.HostDetails{}, nil, errs.BadRequestf("Missing parameter `name`")
 	}
 	h := compute.HostDetails{
 		HypervisorHostname: name,
@@ -83,7 +84,7 @@ func (d *Driver) DescribeHost(ctx context.Context, body map[string]string) (comp
 	}
 	if v, ok := body["cpu_info"]; ok && v != "" {
 		if !json.Valid([]byte(v)) {
-			return compute.HostDetails{}, nil, compute.Errorf(http.StatusBadRequest, "Malformed parameter `cpu_info`: it must be JSON text, e.g. {\"arch\": \"x86_64\"}")
+			return compute.HostDetails{}, nil, errs.BadRequestf("Malformed parameter `cpu_info`: it must be JSON text, e.g. {\"arch\": \"x86_64\"}")
 		}
 		h.CPUInfo = v
 	}
@@ -97,7 +98,7 @@ func (d *Driver) DescribeHost(ctx context.Context, body map[string]string) (comp
 		}
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil || n < 0 {
-			return compute.HostDetails{}, nil, compute.Errorf(http.StatusBadRequest, "Malformed parameter `%s`: %q is not a non-negative integer", f.key, v)
+			return compute.HostDetails{}, nil, errs.BadRequestf("Malformed parameter `%s`: %q is not a non-negative integer", f.key, v)
 		}
 		*f.dst = n
 	}

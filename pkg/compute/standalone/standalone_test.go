@@ -2,12 +2,12 @@ package standalone
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/leasehold/leasehold/pkg/compute"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 func TestDescribeHost(t *testing.T) {
@@ -16,7 +16,7 @@ func TestDescribeHost(t *testing.T) {
 		body     map[string]string
 		want     compute.HostDetails
 		wantCaps map[string]string
-		status   int
+		wantErr  bool // an errs.BadRequest
 	}{
 		{
 			name:     "name only",
@@ -38,19 +38,18 @@ func TestDescribeHost(t *testing.T) {
 			want:     compute.HostDetails{HypervisorHostname: "c9.example", ServiceName: "x", CPUInfo: "{}"},
 			wantCaps: map[string]string{},
 		},
-		{name: "no name", body: map[string]string{"gpu": "1"}, status: 400},
-		{name: "bad vcpus", body: map[string]string{"name": "c1", "vcpus": "eight"}, status: 400},
-		{name: "negative memory", body: map[string]string{"name": "c1", "memory_mb": "-1"}, status: 400},
-		{name: "cpu_info not JSON", body: map[string]string{"name": "c1", "cpu_info": "{x"}, status: 400},
+		{name: "no name", body: map[string]string{"gpu": "1"}, wantErr: true},
+		{name: "bad vcpus", body: map[string]string{"name": "c1", "vcpus": "eight"}, wantErr: true},
+		{name: "negative memory", body: map[string]string{"name": "c1", "memory_mb": "-1"}, wantErr: true},
+		{name: "cpu_info not JSON", body: map[string]string{"name": "c1", "cpu_info": "{x"}, wantErr: true},
 	}
 	d := New(nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, caps, err := d.DescribeHost(context.Background(), tt.body)
-			if tt.status != 0 {
-				var ce *compute.Error
-				if !errors.As(err, &ce) || ce.HTTPStatus() != tt.status {
-					t.Fatalf("err = %v, want status %d", err, tt.status)
+			if tt.wantErr {
+				if !errs.Is(err, errs.BadRequest) {
+					t.Fatalf("err = %v, want a bad request", err)
 				}
 				return
 			}
@@ -93,5 +92,21 @@ func TestCallsRecorded(t *testing.T) {
 	}
 	if s, err := d.ServersOnHost(ctx, "a"); err != nil || len(s) != 0 {
 		t.Errorf("ServersOnHost = %v, %v", s, err)
+	}
+}
+
+// TestRetriedCallsRecordedEachTime: a call run again (an outbox retry) is
+// recorded again, so tests can count the effects.
+func TestRetriedCallsRecordedEachTime(t *testing.T) {
+	d := New(nil)
+	ctx := context.Background()
+	for range 2 {
+		if err := d.AddToFreePool(ctx, []string{"a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []Call{{Op: "add_to_freepool", Hosts: []string{"a"}}, {Op: "add_to_freepool", Hosts: []string{"a"}}}
+	if diff := cmp.Diff(want, d.Calls()); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
