@@ -2,12 +2,15 @@ package blazar
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"slices"
 	"sort"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // RegisterFloatingIPs adds /v1/floatingips (the virtual:floatingip pool).
@@ -61,28 +64,11 @@ func (h *fipHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	if err := authorize(r.Context(), "blazar:floatingips:post", ""); err != nil {
 		return err
 	}
-	var body map[string]json.RawMessage
-	if err := DecodeBody(r, &body); err != nil {
+	req, err := decodeFloatingIPCreate(r)
+	if err != nil {
 		return err
 	}
-	vals := map[string]string{}
-	var unknown []string
-	for k, raw := range body {
-		if k != "floating_network_id" && k != "floating_ip_address" {
-			unknown = append(unknown, k)
-			continue
-		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return Errorf(http.StatusBadRequest, "Malformed parameter `"+k+"`: it must be a string")
-		}
-		vals[k] = s
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return Errorf(http.StatusBadRequest, "Unknown parameter `"+unknown[0]+"`: a floating IP takes floating_network_id and floating_ip_address")
-	}
-	f, err := h.svc.CreateFloatingIP(r.Context(), vals["floating_network_id"], vals["floating_ip_address"])
+	f, err := h.svc.CreateFloatingIP(r.Context(), req.NetworkID, req.Address)
 	if err != nil {
 		return err
 	}
@@ -98,4 +84,58 @@ func (h *fipHandlers) delete(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// floatingIPCreate is the body of POST /v1/floatingips. A missing or null
+// field is "" (the service says which is missing).
+type floatingIPCreate struct {
+	NetworkID string `json:"floating_network_id"`
+	Address   string `json:"floating_ip_address"`
+}
+
+func decodeFloatingIPCreate(r *http.Request) (floatingIPCreate, error) {
+	var req floatingIPCreate
+	_, err := decodeKnown(r, &req, []string{"floating_network_id", "floating_ip_address"},
+		func(k string) error {
+			return errs.BadRequestf("Unknown parameter `%s`: a floating IP takes floating_network_id and floating_ip_address", k)
+		},
+		func(k string) error { return errs.BadRequestf("Malformed parameter `%s`: it must be a string", k) })
+	return req, err
+}
+
+// decodeKnown decodes a JSON object body whose keys must all be among
+// known into the typed request dst (a pointer to a struct with those json
+// tags) and says which keys were present. The first unknown key in
+// sorted order is refused with unknown's error (so the answer does not
+// depend on map order), a value of the wrong type with malformed's.
+func decodeKnown(r *http.Request, dst any, known []string, unknown, malformed func(key string) error) (map[string]bool, error) {
+	var body map[string]json.RawMessage
+	if err := DecodeBody(r, &body); err != nil {
+		return nil, err
+	}
+	present := make(map[string]bool, len(body))
+	var extra []string
+	for k := range body {
+		present[k] = true
+		if !slices.Contains(known, k) {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return nil, unknown(extra[0])
+	}
+	// The object is valid JSON already: only a field's type can fail.
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, dst); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, malformed(te.Field)
+		}
+		return nil, err
+	}
+	return present, nil
 }

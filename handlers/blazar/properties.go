@@ -1,13 +1,12 @@
 package blazar
 
 import (
-	"encoding/json"
 	"net/http"
-	"sort"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 func registerPropertyRoutes(rt *Router, h *hostHandlers) {
@@ -51,31 +50,33 @@ func (h *hostHandlers) updateProperty(w http.ResponseWriter, r *http.Request) er
 	if err := authorize(r.Context(), "blazar:oshosts:update_resource_properties", ""); err != nil {
 		return err
 	}
-	var body map[string]json.RawMessage
-	if err := DecodeBody(r, &body); err != nil {
+	req, err := decodePropertyUpdate(r)
+	if err != nil {
 		return err
 	}
-	var extra []string
-	for k := range body {
-		if k != "private" {
-			extra = append(extra, k)
-		}
-	}
-	if len(extra) > 0 {
-		sort.Strings(extra)
-		return Errorf(http.StatusBadRequest, "Only `private` can be updated on a resource property; got `"+extra[0]+"`")
-	}
-	raw, ok := body["private"]
-	if !ok {
-		return Errorf(http.StatusBadRequest, "Missing parameter `private`")
-	}
-	var private bool
-	if err := json.Unmarshal(raw, &private); err != nil {
-		return Errorf(http.StatusBadRequest, "Malformed parameter `private`: it must be true or false")
-	}
-	p, err := h.svc.SetPropertyPrivate(r.Context(), chi.URLParam(r, "property_name"), private)
+	p, err := h.svc.SetPropertyPrivate(r.Context(), chi.URLParam(r, "property_name"), req.Private)
 	if err != nil {
 		return err
 	}
 	return WriteJSON(w, http.StatusOK, map[string]any{"resource_property": propertyView(p)})
+}
+
+// propertyUpdate is the body of PATCH /v1/os-hosts/properties/{name}:
+// only "private" can change. A null counts as false (as upstream's
+// truthiness).
+type propertyUpdate struct {
+	Private bool `json:"private"`
+}
+
+func decodePropertyUpdate(r *http.Request) (propertyUpdate, error) {
+	var req propertyUpdate
+	present, err := decodeKnown(r, &req, []string{"private"},
+		func(k string) error {
+			return errs.BadRequestf("Only `private` can be updated on a resource property; got `%s`", k)
+		},
+		func(string) error { return errs.BadRequestf("Malformed parameter `private`: it must be true or false") })
+	if err == nil && !present["private"] {
+		err = errs.BadRequestf("Missing parameter `private`")
+	}
+	return req, err
 }
