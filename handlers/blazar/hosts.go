@@ -120,10 +120,6 @@ func (h *hostHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	if err := DecodeBody(r, &body); err != nil {
 		return err
 	}
-	if len(body) == 0 {
-		// Upstream's generic helper: 400 with the internal error's name.
-		return &Error{Status: http.StatusBadRequest, Msg: "No data to update", Name: "INTERNAL_SERVER_ERROR"}
-	}
 	host, err := h.svc.Update(r.Context(), chi.URLParam(r, "host_id"), body)
 	if err != nil {
 		return err

@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
+	"github.com/leasehold/leasehold/pkg/blazar/hosts/hoststest"
 	"github.com/leasehold/leasehold/pkg/compute/standalone"
+	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 )
 
@@ -41,46 +42,15 @@ type exchange struct {
 
 var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
-type fakeReservations struct {
-	hosts map[string]bool
-	fips  map[string]bool
-}
-
-func (f *fakeReservations) HostReserved(ctx context.Context, tx *gorm.DB, id string) (bool, error) {
-	return f.hosts[id], nil
-}
-func (f *fakeReservations) CapabilityInUse(ctx context.Context, tx *gorm.DB, id, key string) (bool, error) {
-	return false, nil
-}
-func (f *fakeReservations) FloatingIPReserved(ctx context.Context, tx *gorm.DB, id string) (bool, error) {
-	return f.fips[id], nil
-}
-
-type fakeAllocations map[string][]hosts.HostReservation
-
-func (f fakeAllocations) HostAllocations(ctx context.Context, filter hosts.AllocationFilter) (map[string][]hosts.HostReservation, error) {
-	if filter.LeaseID == "" {
-		return f, nil
-	}
-	out := map[string][]hosts.HostReservation{}
-	for h, rs := range f {
-		for _, r := range rs {
-			if r.LeaseID == filter.LeaseID {
-				out[h] = append(out[h], r)
-			}
-		}
-	}
-	return out, nil
-}
-
-func newHostsServer(t *testing.T) (http.Handler, *hosts.Service) {
+func newHostsServer(t *testing.T) (http.Handler, *hosts.Service, *db.DB) {
 	t.Helper()
-	svc := hosts.New(dbtest.Open(t), standalone.New(nil))
+	d := dbtest.Open(t)
+	svc := hosts.New(d, standalone.New(nil))
 	svc.SetClock(func() time.Time { return time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC) })
 	rt := NewRouter()
 	RegisterHosts(rt, svc)
 	RegisterFloatingIPs(rt, svc)
-	return rt.Handler(NoAuth{}), svc
+	return rt.Handler(NoAuth{}), svc, d
 }
 
 // runGolden plays steps against h and compares the transcript with
@@ -153,13 +123,11 @@ func runGolden(t *testing.T, h http.Handler, name string, steps []step) {
 var member = map[string]string{"X-User-Id": "u1", "X-Project-Id": "p1", "X-Roles": "member"}
 
 func TestHostsGolden(t *testing.T) {
-	h, svc := newHostsServer(t)
-	svc.SetReservationChecker(&fakeReservations{hosts: map[string]bool{"3": true}})
+	h, _, d := newHostsServer(t)
+	// Two leases hold host 3 (registered below).
 	start := time.Date(2030, 2, 1, 12, 0, 0, 0, time.UTC)
-	svc.SetAllocationLister(fakeAllocations{"3": {
-		{ID: "r2", LeaseID: "l2", StartDate: start.Add(48 * time.Hour), EndDate: start.Add(72 * time.Hour)},
-		{ID: "r1", LeaseID: "l1", StartDate: start, EndDate: start.Add(24 * time.Hour)},
-	}})
+	hoststest.ReserveHosts(t, d, hoststest.Lease{ID: "l2", ReservationID: "r2", Start: start.Add(48 * time.Hour), End: start.Add(72 * time.Hour)}, "3")
+	hoststest.ReserveHosts(t, d, hoststest.Lease{ID: "l1", ReservationID: "r1", Start: start, End: start.Add(24 * time.Hour)}, "3")
 	runGolden(t, h, "hosts", []step{
 		{Method: "GET", Path: "/os-hosts"},
 		{Method: "POST", Path: "/os-hosts", Body: `{"name": "compute-1", "gpu": "true", "vcpus": "8", "memory_mb": "16384", "local_gb": "200", "hypervisor_type": "QEMU", "hypervisor_version": "2010001", "cpu_info": "{\"arch\": \"x86_64\"}"}`},
@@ -188,7 +156,7 @@ func TestHostsGolden(t *testing.T) {
 }
 
 func TestHostsErrorsGolden(t *testing.T) {
-	h, _ := newHostsServer(t)
+	h, _, _ := newHostsServer(t)
 	long := strings.Repeat("k", 65)
 	runGolden(t, h, "hosts_errors", []step{
 		{Method: "POST", Path: "/os-hosts", Body: `{"gpu": "true"}`},
@@ -214,7 +182,7 @@ func TestHostsErrorsGolden(t *testing.T) {
 }
 
 func TestPropertiesGolden(t *testing.T) {
-	h, _ := newHostsServer(t)
+	h, _, _ := newHostsServer(t)
 	runGolden(t, h, "properties", []step{
 		{Method: "GET", Path: "/os-hosts/properties"},
 		{Method: "POST", Path: "/os-hosts", Body: `{"name": "c1", "gpu": "true", "rack": "r1"}`},
@@ -234,9 +202,7 @@ func TestPropertiesGolden(t *testing.T) {
 }
 
 func TestFloatingIPsGolden(t *testing.T) {
-	h, svc := newHostsServer(t)
-	fips := map[string]bool{}
-	svc.SetReservationChecker(&fakeReservations{fips: fips})
+	h, svc, d := newHostsServer(t)
 	net := "1e17587e-a7ed-4b82-a17b-4beb32523e28"
 	steps := []step{
 		{Method: "GET", Path: "/floatingips"},
@@ -262,12 +228,15 @@ func TestFloatingIPsGolden(t *testing.T) {
 	if err != nil || len(list) != 1 {
 		t.Fatalf("list %+v %v", list, err)
 	}
-	fips[list[0].ID] = true
-	if err := svc.DeleteFloatingIP(context.Background(), list[0].ID); err == nil {
-		t.Fatal("reserved floating IP deleted")
-	}
-	fips[list[0].ID] = false
+	l := hoststest.Lease{ID: "l1", ReservationID: "r1", Start: time.Date(2030, 2, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2030, 2, 2, 0, 0, 0, 0, time.UTC)}
+	hoststest.ReserveFloatingIP(t, d, l, list[0].ID)
 	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("DELETE", "/floatingips/"+list[0].ID, nil))
+	if want := `{"error_code":409,"error_message":"Cannot delete floating IP ` + list[0].ID + `: it is reserved.","error_name":409}`; rec.Code != 409 || rec.Body.String() != want {
+		t.Fatalf("reserved floating IP: %d %s, want 409 %s", rec.Code, rec.Body, want)
+	}
+	hoststest.Release(t, d, l)
+	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("DELETE", "/floatingips/"+list[0].ID, nil))
 	if rec.Code != 204 || rec.Body.Len() != 0 {
 		t.Fatalf("delete: %d %q", rec.Code, rec.Body)

@@ -28,9 +28,6 @@ func newLeasesServer(t *testing.T) http.Handler {
 	hp := hostplugin.New(leases.NewHostSource(hsvc), d.DB, leases.NewHostActions(drv), hostplugin.Config{CheckHosts: hosts.ReservableTx}, clock.Now)
 	fp := floatingip.New(leases.NewFIPSource(hsvc))
 	lsvc := leases.New(d, []plugins.Plugin{hp, fp}, leases.Config{MinutesBeforeEndLease: 60}, clock.Now)
-	api := &leases.HostsAPI{DB: d, Now: clock.Now}
-	hsvc.SetAllocationLister(api)
-	hsvc.SetReservationChecker(api)
 	rt := NewRouter()
 	RegisterHosts(rt, hsvc)
 	RegisterFloatingIPs(rt, hsvc)

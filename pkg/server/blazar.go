@@ -70,9 +70,6 @@ func (s *Server) setupBlazar(ctx context.Context, psvc *placement.Service) (http
 		MinutesBeforeEndLease: bc.Manager.MinutesBeforeEndLease,
 		Filters:               leases.NewFilters(bc.Enforcement, &http.Client{Timeout: 30 * time.Second}),
 	}, nil)
-	api := &leases.HostsAPI{DB: s.db}
-	hsvc.SetAllocationLister(api)
-	hsvc.SetReservationChecker(api)
 
 	mgr := events.New(s.db, lsvc, events.Config{Poll: poll, ClaimTimeout: claim, MaxRetries: bc.Manager.EventMaxRetries}, nil)
 	lsvc.OnEventsChanged(mgr.Notify)

@@ -2,7 +2,6 @@ package hosts
 
 import (
 	"context"
-	"net/http"
 	"net/netip"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // FloatingIPResourceType is the Blazar resource type of floating IPs.
@@ -33,8 +33,8 @@ func toFloatingIP(r *models.FloatingIP) FloatingIP {
 		FloatingIPAddress: r.FloatingIPAddress, Reservable: r.Reservable, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: utcPtr(r.UpdatedAt)}
 }
 
-func fipNotFound(id string) *Error {
-	return errorf(http.StatusNotFound, "Object with {'floatingip_id': '%s'} not found", id)
+func fipNotFound(id string) *errs.Error {
+	return errs.NotFoundf("Object with {'floatingip_id': '%s'} not found", id)
 }
 
 // CreateFloatingIP adds an address to the pool. Without Neutron
@@ -43,42 +43,42 @@ func fipNotFound(id string) *Error {
 func (s *Service) CreateFloatingIP(ctx context.Context, networkID, address string) (*FloatingIP, error) {
 	networkID = strings.TrimSpace(networkID)
 	if networkID == "" {
-		return nil, errorf(http.StatusBadRequest, "Missing parameter `floating_network_id`")
+		return nil, errs.BadRequestf("Missing parameter `floating_network_id`")
 	}
 	if len(networkID) > 255 {
-		return nil, errorf(http.StatusBadRequest, "Malformed parameter `floating_network_id`: at most 255 characters")
+		return nil, errs.BadRequestf("Malformed parameter `floating_network_id`: at most 255 characters")
 	}
 	if address == "" {
-		return nil, errorf(http.StatusBadRequest, "Missing parameter `floating_ip_address`")
+		return nil, errs.BadRequestf("Missing parameter `floating_ip_address`")
 	}
 	ip, err := netip.ParseAddr(address)
 	if err != nil || ip.Zone() != "" {
-		return nil, errorf(http.StatusBadRequest, "%s is an invalid IP format", address)
+		return nil, errs.BadRequestf("%s is an invalid IP format", address)
 	}
 	canon := ip.String()
 	if ip.IsUnspecified() || ip.IsMulticast() || ip.IsLoopback() {
-		return nil, errorf(http.StatusBadRequest, "%s cannot be a floating IP (unspecified, loopback or multicast address)", address)
+		return nil, errs.BadRequestf("%s cannot be a floating IP (unspecified, loopback or multicast address)", address)
 	}
 	var out *FloatingIP
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.db.Write(ctx, func(tx *gorm.DB) error {
 		var n int64
 		if err := tx.Model(&models.FloatingIP{}).Where("floating_network_id = ? AND floating_ip_address = ?", networkID, canon).Count(&n).Error; err != nil {
 			return err
 		}
 		if n > 0 {
-			return errorf(http.StatusConflict, "Floating IP %s already exists on network %s.", canon, networkID)
+			return errs.Conflictf("Floating IP %s already exists on network %s.", canon, networkID)
 		}
 		row := models.FloatingIP{ID: uuid.NewString(), FloatingNetworkID: networkID, FloatingIPAddress: canon, Reservable: true, CreatedAt: s.now()}
 		if err := tx.Create(&row).Error; err != nil {
 			if db.IsDuplicate(err) {
-				return errorf(http.StatusConflict, "Floating IP %s already exists on network %s.", canon, networkID)
+				return errs.Conflictf("Floating IP %s already exists on network %s.", canon, networkID)
 			}
 			return err
 		}
 		f := toFloatingIP(&row)
 		out = &f
 		return nil
-	})
+	}, s.txOptions()...)
 	return out, err
 }
 
@@ -110,7 +110,7 @@ func (s *Service) GetFloatingIP(ctx context.Context, id string) (*FloatingIP, er
 
 // DeleteFloatingIP removes an address from the pool (409 while reserved).
 func (s *Service) DeleteFloatingIP(ctx context.Context, id string) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.db.Write(ctx, func(tx *gorm.DB) error {
 		var n int64
 		if err := tx.Model(&models.FloatingIP{}).Where("id = ?", id).Count(&n).Error; err != nil {
 			return err
@@ -118,15 +118,13 @@ func (s *Service) DeleteFloatingIP(ctx context.Context, id string) error {
 		if n == 0 {
 			return fipNotFound(id)
 		}
-		if c := s.getChecker(); c != nil {
-			reserved, err := c.FloatingIPReserved(ctx, tx, id)
-			if err != nil {
-				return err
-			}
-			if reserved {
-				return errorf(http.StatusConflict, "Cannot delete floating IP %s: it is reserved.", id)
-			}
+		reserved, err := s.floatingIPReservedTx(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if reserved {
+			return errs.Conflictf("Cannot delete floating IP %s: it is reserved.", id)
 		}
 		return tx.Exec("DELETE FROM floatingips WHERE id = ?", id).Error
-	})
+	}, s.txOptions()...)
 }

@@ -2,13 +2,13 @@ package hosts
 
 import (
 	"context"
-	"net/http"
 	"sort"
 	"time"
 
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // Property is a resource property (a capability name) of physical:host.
@@ -70,7 +70,7 @@ func toProperty(r *models.ResourceProperty, values []string) Property {
 // there is no such property).
 func (s *Service) SetPropertyPrivate(ctx context.Context, name string, private bool) (*Property, error) {
 	var out *Property
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.db.Write(ctx, func(tx *gorm.DB) error {
 		t := s.now()
 		res := tx.Model(&models.ResourceProperty{}).Where("resource_type = ? AND property_name = ?", ResourceType, name).
 			Updates(map[string]any{"private": private, "updated_at": t})
@@ -82,11 +82,11 @@ func (s *Service) SetPropertyPrivate(ctx context.Context, name string, private b
 			return err
 		}
 		if len(rows) == 0 {
-			return errorf(http.StatusNotFound, "Resource property %s not found for %s.", name, ResourceType)
+			return errs.NotFoundf("Resource property %s not found for %s.", name, ResourceType)
 		}
 		p := toProperty(&rows[0], nil)
 		out = &p
 		return nil
-	})
+	}, s.txOptions()...)
 	return out, err
 }

@@ -2,23 +2,22 @@ package hosts
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/blazar/hosts/hoststest"
 	"github.com/leasehold/leasehold/pkg/compute/standalone"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/hostquery"
 )
 
@@ -38,11 +37,10 @@ func eachDialect(t *testing.T, fn func(t *testing.T, d *db.DB)) {
 	}
 }
 
-func wantStatus(t *testing.T, err error, status int) {
+func wantKind(t *testing.T, err error, k errs.Kind) {
 	t.Helper()
-	var e interface{ HTTPStatus() int }
-	if !errors.As(err, &e) || e.HTTPStatus() != status {
-		t.Fatalf("err = %v, want status %d", err, status)
+	if e := errs.As(err); e == nil || e.Kind != k {
+		t.Fatalf("err = %v, want a %v error", err, k)
 	}
 }
 
@@ -108,7 +106,7 @@ func TestCreateGetListUpdateDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = s.Get(ctx, h.ID)
-		wantStatus(t, err, http.StatusNotFound)
+		wantKind(t, err, errs.NotFound)
 		var n int64
 		d.Model(&models.ComputeHostExtraCapability{}).Where("computehost_id = ?", h.ID).Count(&n)
 		if n != 0 {
@@ -163,7 +161,7 @@ func TestPlacementProviders(t *testing.T) {
 		if err := d.Create(&models.Allocation{ResourceProviderID: child.ID, ConsumerID: "c0000000-0000-0000-0000-000000000000", ResourceClassID: 1, Used: 1, CreatedAt: fixed, UpdatedAt: fixed}).Error; err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, s.Delete(ctx, h.ID), http.StatusConflict)
+		wantKind(t, s.Delete(ctx, h.ID), errs.Conflict)
 		if _, err := s.Get(ctx, h.ID); err != nil {
 			t.Errorf("host gone after refused delete: %v", err)
 		}
@@ -188,26 +186,26 @@ func TestCreateErrorsLeaveNothing(t *testing.T) {
 		d.Exec("DELETE FROM computehost_extra_capabilities")
 		d.Exec("DELETE FROM resource_properties")
 		tests := []struct {
-			name   string
-			body   map[string]any
-			status int
+			name string
+			body map[string]any
+			kind errs.Kind
 		}{
-			{"no name", body("gpu", "x"), 400},
-			{"long key", body("name", "c2", long, "x"), 400},
-			{"empty key", body("name", "c2", " ", "x"), 400},
-			{"object capability", body("name", "c2", "x", map[string]any{}), 400},
-			{"bad vcpus", body("name", "c2", "vcpus", "many"), 400},
-			{"duplicate", body("name", "dup"), 409},
-			{"huge inventory", body("name", "c2", "vcpus", "99999999999"), 400},
-			{"long service name", body("name", "c2", "service_name", strings.Repeat("s", 256)), 400},
-			{"long cpu_info", body("name", "c2", "cpu_info", `"`+strings.Repeat("x", 70000)+`"`), 400},
-			{"long value", body("name", "c2", "gpu", strings.Repeat("v", 70000)), 400},
-			{"long host name", body("name", strings.Repeat("h", 194)), 400},
+			{"no name", body("gpu", "x"), errs.BadRequest},
+			{"long key", body("name", "c2", long, "x"), errs.BadRequest},
+			{"empty key", body("name", "c2", " ", "x"), errs.BadRequest},
+			{"object capability", body("name", "c2", "x", map[string]any{}), errs.BadRequest},
+			{"bad vcpus", body("name", "c2", "vcpus", "many"), errs.BadRequest},
+			{"duplicate", body("name", "dup"), errs.Conflict},
+			{"huge inventory", body("name", "c2", "vcpus", "99999999999"), errs.BadRequest},
+			{"long service name", body("name", "c2", "service_name", strings.Repeat("s", 256)), errs.BadRequest},
+			{"long cpu_info", body("name", "c2", "cpu_info", `"`+strings.Repeat("x", 70000)+`"`), errs.BadRequest},
+			{"long value", body("name", "c2", "gpu", strings.Repeat("v", 70000)), errs.BadRequest},
+			{"long host name", body("name", strings.Repeat("h", 194)), errs.BadRequest},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				_, err := s.Create(ctx, tt.body)
-				wantStatus(t, err, tt.status)
+				wantKind(t, err, tt.kind)
 			})
 		}
 		var hosts, rps, props int64
@@ -222,7 +220,7 @@ func TestCreateErrorsLeaveNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := s.Create(ctx, body("name", "c3"))
-		wantStatus(t, err, http.StatusConflict)
+		wantKind(t, err, errs.Conflict)
 	})
 }
 
@@ -266,18 +264,24 @@ func TestUpdateErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = s.Update(ctx, h.ID, body())
-		wantStatus(t, err, 400)
+		wantKind(t, err, errs.BadRequest)
 		_, err = s.Update(ctx, "999", body("x", "1"))
-		wantStatus(t, err, 404)
+		wantKind(t, err, errs.NotFound)
 		_, err = s.Update(ctx, "c1", body("x", "1"))
-		wantStatus(t, err, 404)
+		wantKind(t, err, errs.NotFound)
 		_, err = s.Update(ctx, h.ID, body(fmt.Sprintf("%065d", 1), "1"))
-		wantStatus(t, err, 400)
+		wantKind(t, err, errs.BadRequest)
 		_, err = s.Update(ctx, h.ID, body("id", "7"))
-		wantStatus(t, err, 400)
-		s.SetReservationChecker(&fakeChecker{capInUse: map[string]bool{"gpu": true}})
+		wantKind(t, err, errs.BadRequest)
+		// A lease whose requirements name gpu (and vcpus, a host field)
+		// holds the host: gpu cannot change, other capabilities can.
+		hoststest.ReserveHosts(t, d, hoststest.Lease{ID: "l1", ReservationID: "r1", Start: fixed, End: fixed.Add(time.Hour),
+			HypervisorProperties: `[">=", "$vcpus", "1"]`, ResourceProperties: `["==", "$gpu", "a"]`}, h.ID)
 		_, err = s.Update(ctx, h.ID, body("gpu", "b", "new", "1"))
-		wantStatus(t, err, 409)
+		wantKind(t, err, errs.Conflict)
+		if want := "Can't add extra capability gpu to host " + h.ID + ": a current or future reservation depends on it."; err.Error() != want {
+			t.Errorf("message %q, want %q", err, want)
+		}
 		got, _ := s.Get(ctx, h.ID)
 		if diff := cmp.Diff(map[string]string{"gpu": "a"}, got.ExtraCapabilities); diff != "" {
 			t.Errorf("refused update wrote (-want +got):\n%s", diff)
@@ -286,26 +290,65 @@ func TestUpdateErrors(t *testing.T) {
 		if _, err := s.Update(ctx, h.ID, body("gpu", "a", "new", "1")); err != nil {
 			t.Fatal(err)
 		}
+		// A capability no reservation names changes.
+		if _, err := s.Update(ctx, h.ID, body("new", "2")); err != nil {
+			t.Fatal(err)
+		}
+		// Once the host is released, gpu changes too.
+		hoststest.Release(t, d, hoststest.Lease{ReservationID: "r1"})
+		if _, err := s.Update(ctx, h.ID, body("gpu", "b")); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 
-type fakeChecker struct {
-	hosts    map[string]bool
-	fips     map[string]bool
-	capInUse map[string]bool
-}
-
-func (f *fakeChecker) HostReserved(ctx context.Context, tx *gorm.DB, id string) (bool, error) {
-	return f.hosts[id], nil
-}
-func (f *fakeChecker) CapabilityInUse(ctx context.Context, tx *gorm.DB, id, key string) (bool, error) {
-	return f.capInUse[key], nil
-}
-func (f *fakeChecker) FloatingIPReserved(ctx context.Context, tx *gorm.DB, id string) (bool, error) {
-	return f.fips[id], nil
-}
-
 func TestDeleteReservedHost(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, drv := newService(t, d)
+		h, err := s.Create(ctx, body("name", "c1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := s.Create(ctx, body("name", "c2"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := hoststest.Lease{ID: "l1", ReservationID: "r1", Start: fixed, End: fixed.Add(time.Hour)}
+		hoststest.ReserveHosts(t, d, l, h.ID)
+		err = s.Delete(ctx, h.ID)
+		wantKind(t, err, errs.Conflict)
+		if err.Error() != "Can't delete host "+h.ID+". The host is reserved." {
+			t.Errorf("message %q", err)
+		}
+		wantKind(t, s.Delete(ctx, "nope"), errs.NotFound)
+		wantKind(t, s.Delete(ctx, "12345"), errs.NotFound)
+		if _, err := s.Get(ctx, h.ID); err != nil {
+			t.Fatalf("reserved host gone: %v", err)
+		}
+		if err := s.Delete(ctx, other.ID); err != nil {
+			t.Fatalf("unreserved host: %v", err)
+		}
+		hoststest.Release(t, d, l)
+		if err := s.Delete(ctx, h.ID); err != nil {
+			t.Fatalf("released host: %v", err)
+		}
+		var removed []string
+		for _, c := range drv.Calls() {
+			if c.Op == "remove_from_freepool" {
+				removed = append(removed, c.Hosts...)
+			}
+		}
+		if diff := cmp.Diff([]string{"c2", "c1"}, removed); diff != "" {
+			t.Errorf("removed from the freepool (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestDeleteReservedInsideTx: a booking that commits between Delete's
+// check before the transaction and the transaction itself is still seen
+// (the check is made again under the host's resource lock).
+func TestDeleteReservedInsideTx(t *testing.T) {
 	eachDialect(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		s, _ := newService(t, d)
@@ -313,21 +356,22 @@ func TestDeleteReservedHost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.SetReservationChecker(&fakeChecker{hosts: map[string]bool{h.ID: true}})
-		err = s.Delete(ctx, h.ID)
-		wantStatus(t, err, 409)
-		if err.Error() != "Can't delete host "+h.ID+". The host is reserved." {
-			t.Errorf("message %q", err)
+		hoststest.ReserveHosts(t, d, hoststest.Lease{ID: "l1", ReservationID: "r1", Start: fixed, End: fixed.Add(time.Hour)}, h.ID)
+		err = s.write(ctx, func(tx *gorm.DB) error { return s.deleteHostTx(ctx, tx, h.ID, "c1") })
+		wantKind(t, err, errs.Conflict)
+		err = s.write(ctx, func(tx *gorm.DB) error { return s.deleteHostTx(ctx, tx, h.ID, "renamed") })
+		wantKind(t, err, errs.NotFound)
+		// A delete that goes through took the host's resource lock.
+		hoststest.Release(t, d, hoststest.Lease{ReservationID: "r1"})
+		if err := s.Delete(ctx, h.ID); err != nil {
+			t.Fatal(err)
 		}
-		wantStatus(t, s.Delete(ctx, "nope"), 404)
-		wantStatus(t, s.Delete(ctx, "12345"), 404)
+		var versions []int64
+		d.Raw("SELECT version FROM blazar_resource_locks WHERE resource_type = ? AND resource_id = ?", ResourceType, h.ID).Scan(&versions)
+		if diff := cmp.Diff([]int64{1}, versions); diff != "" {
+			t.Errorf("resource lock versions (-want +got):\n%s", diff)
+		}
 	})
-}
-
-type fakeLister map[string][]HostReservation
-
-func (f fakeLister) HostAllocations(ctx context.Context, filter AllocationFilter) (map[string][]HostReservation, error) {
-	return f, nil
 }
 
 func TestAllocations(t *testing.T) {
@@ -341,11 +385,13 @@ func TestAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff([]HostAllocation{{h1.ID, []HostReservation{}}, {h2.ID, []HostReservation{}}}, all); diff != "" {
-			t.Errorf("without lister (-want +got):\n%s", diff)
+			t.Errorf("without reservations (-want +got):\n%s", diff)
 		}
 		r1 := HostReservation{ID: "r1", LeaseID: "l1", StartDate: fixed.Add(time.Hour), EndDate: fixed.Add(2 * time.Hour)}
 		r0 := HostReservation{ID: "r0", LeaseID: "l0", StartDate: fixed, EndDate: fixed.Add(time.Hour)}
-		s.SetAllocationLister(fakeLister{h2.ID: {r1, r0}})
+		for _, r := range []HostReservation{r1, r0} {
+			hoststest.ReserveHosts(t, d, hoststest.Lease{ID: r.LeaseID, ReservationID: r.ID, Start: r.StartDate, End: r.EndDate}, h2.ID)
+		}
 		one, err := s.Allocation(ctx, h2.ID, AllocationFilter{})
 		if err != nil {
 			t.Fatal(err)
@@ -354,7 +400,28 @@ func TestAllocations(t *testing.T) {
 			t.Errorf("allocation (-want +got):\n%s", diff)
 		}
 		_, err = s.Allocation(ctx, "77", AllocationFilter{})
-		wantStatus(t, err, 404)
+		wantKind(t, err, errs.NotFound)
+		// Without a filter only leases not yet ended count; a lease or
+		// reservation filter shows ended ones too.
+		s.now = func() time.Time { return fixed.Add(90 * time.Minute) }
+		for _, tt := range []struct {
+			f    AllocationFilter
+			want []HostReservation
+		}{
+			{AllocationFilter{}, []HostReservation{r1}},
+			{AllocationFilter{LeaseID: "l0"}, []HostReservation{r0}},
+			{AllocationFilter{ReservationID: "r0"}, []HostReservation{r0}},
+			{AllocationFilter{LeaseID: "l0", ReservationID: "r1"}, []HostReservation{}},
+		} {
+			all, err := s.Allocations(ctx, tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []HostAllocation{{h1.ID, []HostReservation{}}, {h2.ID, tt.want}}
+			if diff := cmp.Diff(want, all); diff != "" {
+				t.Errorf("%+v (-want +got):\n%s", tt.f, diff)
+			}
+		}
 	})
 }
 
@@ -399,7 +466,7 @@ func TestProperties(t *testing.T) {
 			t.Errorf("all properties: %+v", props)
 		}
 		_, err = s.SetPropertyPrivate(ctx, "nope", true)
-		wantStatus(t, err, 404)
+		wantKind(t, err, errs.NotFound)
 	})
 }
 
@@ -422,13 +489,14 @@ func TestFloatingIPs(t *testing.T) {
 		}
 		for _, tt := range []struct {
 			net, addr string
-			status    int
+			kind      errs.Kind
 		}{
-			{"", "192.0.2.1", 400}, {net, "", 400}, {net, "192.0.2", 400}, {net, "fe80::1%eth0", 400},
-			{net, "0.0.0.0", 400}, {net, "224.0.0.1", 400}, {net, "192.0.2.10", 409},
+			{"", "192.0.2.1", errs.BadRequest}, {net, "", errs.BadRequest}, {net, "192.0.2", errs.BadRequest},
+			{net, "fe80::1%eth0", errs.BadRequest}, {net, "0.0.0.0", errs.BadRequest}, {net, "224.0.0.1", errs.BadRequest},
+			{net, "192.0.2.10", errs.Conflict},
 		} {
 			_, err := s.CreateFloatingIP(ctx, tt.net, tt.addr)
-			wantStatus(t, err, tt.status)
+			wantKind(t, err, tt.kind)
 		}
 		list, err := s.ListFloatingIPs(ctx)
 		if err != nil || len(list) != 2 {
@@ -439,13 +507,22 @@ func TestFloatingIPs(t *testing.T) {
 			t.Fatalf("get: %+v %v", got, err)
 		}
 		_, err = s.GetFloatingIP(ctx, "nope")
-		wantStatus(t, err, 404)
-		s.SetReservationChecker(&fakeChecker{fips: map[string]bool{f.ID: true}})
-		wantStatus(t, s.DeleteFloatingIP(ctx, f.ID), 409)
+		wantKind(t, err, errs.NotFound)
+		l := hoststest.Lease{ID: "l1", ReservationID: "r1", Start: fixed, End: fixed.Add(time.Hour)}
+		hoststest.ReserveFloatingIP(t, d, l, f.ID)
+		err = s.DeleteFloatingIP(ctx, f.ID)
+		wantKind(t, err, errs.Conflict)
+		if want := "Cannot delete floating IP " + f.ID + ": it is reserved."; err.Error() != want {
+			t.Errorf("message %q, want %q", err, want)
+		}
 		if err := s.DeleteFloatingIP(ctx, f6.ID); err != nil {
 			t.Fatal(err)
 		}
-		wantStatus(t, s.DeleteFloatingIP(ctx, f6.ID), 404)
+		wantKind(t, s.DeleteFloatingIP(ctx, f6.ID), errs.NotFound)
+		hoststest.Release(t, d, l)
+		if err := s.DeleteFloatingIP(ctx, f.ID); err != nil {
+			t.Fatalf("released floating IP: %v", err)
+		}
 	})
 }
 
@@ -519,6 +596,13 @@ func TestConcurrentCreates(t *testing.T) {
 		if len(list) != 4 || ok != 4 {
 			t.Errorf("%d successes, %d hosts, errors %v", ok, len(list), errs)
 		}
+		// Every host has its capability, though the writes raced to
+		// create the property it names.
+		for _, h := range list {
+			if h.ExtraCapabilities["gpu"] != "x" {
+				t.Errorf("%s: capabilities %v", h.HypervisorHostname, h.ExtraCapabilities)
+			}
+		}
 	})
 }
 
@@ -586,9 +670,9 @@ func TestReservableFlag(t *testing.T) {
 			t.Errorf("reservable after updates (-want +got):\n%s", diff)
 		}
 		_, err = s.Update(ctx, h2.ID, body("reservable", "maybe"))
-		wantStatus(t, err, 400)
+		wantKind(t, err, errs.BadRequest)
 		_, err = s.Create(ctx, body("name", "c3", "reservable", "maybe"))
-		wantStatus(t, err, 400)
+		wantKind(t, err, errs.BadRequest)
 	})
 }
 
@@ -612,31 +696,6 @@ func TestReservableTx(t *testing.T) {
 	})
 }
 
-type codeErr int
-
-func (c codeErr) Error() string { return fmt.Sprintf("sqlite code %d", int(c)) }
-func (c codeErr) Code() int     { return int(c) }
-
-func TestIsLockConflict(t *testing.T) {
-	for _, tt := range []struct {
-		err  error
-		want bool
-	}{
-		{&mysql.MySQLError{Number: 1213}, true},
-		{fmt.Errorf("wrapped: %w", &mysql.MySQLError{Number: 1205}), true},
-		{&mysql.MySQLError{Number: 1062}, false},
-		{codeErr(5), true},
-		{codeErr(5 | 2<<8), true}, // SQLITE_BUSY_SNAPSHOT
-		{codeErr(6), true},
-		{codeErr(19), false},
-		{errors.New("x"), false},
-	} {
-		if got := isLockConflict(tt.err); got != tt.want {
-			t.Errorf("isLockConflict(%v) = %v", tt.err, got)
-		}
-	}
-}
-
 // TestConcurrentWrites: two services (two processes) on one database
 // create, update and delete the same few hosts at once. Every failure is
 // a 4xx (404 for a host deleted under us, 409 for a duplicate), never a
@@ -647,7 +706,7 @@ func TestConcurrentWrites(t *testing.T) {
 		a, _ := newService(t, d)
 		b, _ := newService(t, d)
 		var wg sync.WaitGroup
-		errs := make(chan error, 400)
+		failures := make(chan error, 400)
 		for g := 0; g < 8; g++ {
 			wg.Add(1)
 			go func(g int) {
@@ -677,16 +736,15 @@ func TestConcurrentWrites(t *testing.T) {
 						}
 					}
 					if err != nil {
-						errs <- err
+						failures <- err
 					}
 				}
 			}(g)
 		}
 		wg.Wait()
-		close(errs)
-		for err := range errs {
-			var se interface{ HTTPStatus() int }
-			if !errors.As(err, &se) || (se.HTTPStatus() != 404 && se.HTTPStatus() != 409) {
+		close(failures)
+		for err := range failures {
+			if k := errs.KindOf(err); errs.As(err) == nil || (k != errs.NotFound && k != errs.Conflict) {
 				t.Errorf("unexpected error: %v", err)
 			}
 		}
