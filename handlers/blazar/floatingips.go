@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // RegisterFloatingIPs adds /v1/floatingips (the virtual:floatingip pool).
@@ -74,13 +75,13 @@ func (h *fipHandlers) create(w http.ResponseWriter, r *http.Request) error {
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return Errorf(http.StatusBadRequest, "Malformed parameter `"+k+"`: it must be a string")
+			return errs.BadRequestf("Malformed parameter `%s`: it must be a string", k)
 		}
 		vals[k] = s
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return Errorf(http.StatusBadRequest, "Unknown parameter `"+unknown[0]+"`: a floating IP takes floating_network_id and floating_ip_address")
+		return errs.BadRequestf("Unknown parameter `%s`: a floating IP takes floating_network_id and floating_ip_address", unknown[0])
 	}
 	f, err := h.svc.CreateFloatingIP(r.Context(), vals["floating_network_id"], vals["floating_ip_address"])
 	if err != nil {

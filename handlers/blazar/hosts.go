@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasehold/leasehold/pkg/auth"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // stampFormat is how Blazar's to_dict renders created_at/updated_at;
@@ -122,7 +123,7 @@ func (h *hostHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(body) == 0 {
 		// Upstream's generic helper: 400 with the internal error's name.
-		return &Error{Status: http.StatusBadRequest, Msg: "No data to update", Name: "INTERNAL_SERVER_ERROR"}
+		return &errs.Error{Kind: errs.BadRequest, Msg: "No data to update", Code: "INTERNAL_SERVER_ERROR"}
 	}
 	host, err := h.svc.Update(r.Context(), chi.URLParam(r, "host_id"), body)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 func registerPropertyRoutes(rt *Router, h *hostHandlers) {
@@ -63,15 +64,15 @@ func (h *hostHandlers) updateProperty(w http.ResponseWriter, r *http.Request) er
 	}
 	if len(extra) > 0 {
 		sort.Strings(extra)
-		return Errorf(http.StatusBadRequest, "Only `private` can be updated on a resource property; got `"+extra[0]+"`")
+		return errs.BadRequestf("Only `private` can be updated on a resource property; got `%s`", extra[0])
 	}
 	raw, ok := body["private"]
 	if !ok {
-		return Errorf(http.StatusBadRequest, "Missing parameter `private`")
+		return errs.BadRequestf("Missing parameter `private`")
 	}
 	var private bool
 	if err := json.Unmarshal(raw, &private); err != nil {
-		return Errorf(http.StatusBadRequest, "Malformed parameter `private`: it must be true or false")
+		return errs.BadRequestf("Malformed parameter `private`: it must be true or false")
 	}
 	p, err := h.svc.SetPropertyPrivate(r.Context(), chi.URLParam(r, "property_name"), private)
 	if err != nil {

@@ -41,7 +41,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +53,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/allocator"
+	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/hostquery"
 	"github.com/leasehold/leasehold/plugins"
@@ -62,25 +62,19 @@ import (
 // ResourceType is the Blazar resource type of this plugin.
 const ResourceType = "physical:host"
 
-// Host is a reservable host as the plugin sees it.
-type Host struct {
-	ID   string
-	Name string
-	// Lookup returns a host field or extra capability by name
-	// (vcpus, memory_mb, hypervisor_hostname, gpu, …).
-	Lookup func(key string) (string, bool)
-}
+// Host is a reservable host as the plugin sees it (Lookup gives hostquery
+// a field or extra capability by name).
+type Host = hosts.Host
 
-// Source lists the reservable hosts (pkg/blazar/hosts in production).
+// Source lists the reservable hosts and the resource properties
+// (pkg/blazar/hosts.Service). Reservable must return the very same slice
+// while nothing changed: the view then skips its rebuild.
 type Source interface {
-	Reservable(ctx context.Context) ([]Host, error)
-}
-
-// PrivacySource optionally tells which extra-capability names are private
-// (blazar host property set --private): non-admin callers may not use them
-// in their requirements.
-type PrivacySource interface {
-	PrivateProperties(ctx context.Context) (map[string]bool, error)
+	Reservable(ctx context.Context) ([]hosts.Host, error)
+	// Properties lists the extra-capability properties; private ones
+	// (blazar host property set --private) may only be used in the
+	// requirements of an admin.
+	Properties(ctx context.Context, includePrivate bool) ([]hosts.Property, error)
 }
 
 // Actions are the compute side effects of a host reservation (Nova
@@ -162,43 +156,41 @@ func parseQuery(s string) (*hostquery.Query, error) {
 	return q, nil
 }
 
-// Validate implements plugins.Plugin.
-func (p *Plugin) Validate(v plugins.Values, lease plugins.Lease) (plugins.Values, error) {
-	out := plugins.Values{}
-	for _, k := range []string{"min", "max"} {
-		n, ok, err := v.Int(k)
+// Parse implements plugins.Plugin: min, max, hypervisor_properties and
+// resource_properties are required; before_end defaults to "default".
+func (p *Plugin) Parse(v plugins.Values, lease plugins.Lease) (plugins.Request, error) {
+	for i, k := range []string{"min", "max", "hypervisor_properties", "resource_properties"} {
+		var ok bool
+		var err error
+		if i < 2 {
+			_, ok, err = v.Int(k)
+		} else {
+			_, ok, err = v.String(k)
+		}
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return nil, plugins.MissingParameter(k)
 		}
-		out[k] = n
 	}
-	for _, k := range []string{"hypervisor_properties", "resource_properties"} {
-		s, ok, err := v.String(k)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, plugins.MissingParameter(k)
-		}
-		out[k] = s
-	}
-	be := "default"
-	if s, ok, err := v.String("before_end"); err != nil {
-		return nil, err
-	} else if ok {
-		be = s
-	}
-	out["before_end"] = be
-	if _, err := p.params(out, nil); err != nil {
+	ps, err := p.params(v, &models.ComputeHostReservation{BeforeEnd: "default"})
+	if err != nil {
 		return nil, err
 	}
-	if err := p.checkPrivacy(out, lease, false); err != nil {
+	if err := p.checkPrivacy(ps.resource, lease, false); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return ps, nil
+}
+
+// Fields implements plugins.Request.
+func (ps params) Fields() map[string]any {
+	return map[string]any{
+		"min": ps.min, "max": ps.max,
+		"hypervisor_properties": ps.hyper, "resource_properties": ps.resource,
+		"before_end": ps.beforeEnd,
+	}
 }
 
 // params parses v over the stored parameters cur (nil for a new
@@ -261,13 +253,11 @@ func (p *Plugin) params(v plugins.Values, cur *models.ComputeHostReservation) (p
 // With cached set (inside a transaction) it uses the private names seen
 // last instead of asking the source (no second connection in a
 // transaction).
-func (p *Plugin) checkPrivacy(v plugins.Values, lease plugins.Lease, cached bool) error {
-	ps, ok := p.src.(PrivacySource)
-	if !ok || lease.Admin {
+func (p *Plugin) checkPrivacy(resourceProperties string, lease plugins.Lease, cached bool) error {
+	if lease.Admin {
 		return nil
 	}
-	s, _, _ := v.String("resource_properties")
-	q, err := hostquery.Parse(s)
+	q, err := hostquery.Parse(resourceProperties)
 	if err != nil || q.Empty() {
 		return nil
 	}
@@ -278,7 +268,7 @@ func (p *Plugin) checkPrivacy(v plugins.Values, lease plugins.Lease, cached bool
 		return nil // nothing known yet; Validate checks new reservations
 	}
 	if !cached {
-		if private, err = ps.PrivateProperties(context.Background()); err != nil {
+		if private, err = p.privateProperties(); err != nil {
 			return err
 		}
 		p.privMu.Lock()
@@ -287,10 +277,25 @@ func (p *Plugin) checkPrivacy(v plugins.Values, lease plugins.Lease, cached bool
 	}
 	for _, k := range q.Keys() {
 		if private[k] {
-			return plugins.Errorf(http.StatusForbidden, "Property %s is private; only an admin may reserve by it.", k)
+			return plugins.Forbidden("Property %s is private; only an admin may reserve by it.", k)
 		}
 	}
 	return nil
+}
+
+// privateProperties are the names of the private properties.
+func (p *Plugin) privateProperties() (map[string]bool, error) {
+	ps, err := p.src.Properties(context.Background(), true)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, pr := range ps {
+		if pr.Private {
+			out[pr.Name] = true
+		}
+	}
+	return out, nil
 }
 
 // match builds the allocator's property check.
@@ -300,7 +305,7 @@ func (ps params) match(info func(id string) *Host) func(*allocator.Host) (bool, 
 	}
 	return func(h *allocator.Host) (bool, string) {
 		hi := info(h.ID)
-		if hi == nil || hi.Lookup == nil {
+		if hi == nil {
 			return false, "unknown host"
 		}
 		if ok, why := ps.hyperQ.Match(hi.Lookup); !ok {
@@ -378,11 +383,9 @@ func (p *Plugin) hostnames(ids []string) []string {
 		name := id
 		if i, ok := p.idx.pos[id]; ok {
 			h := &p.idx.infos[i]
-			name = h.Name
-			if h.Lookup != nil {
-				if v, ok := h.Lookup("service_name"); ok && v != "" {
-					name = v
-				}
+			name = h.HypervisorHostname
+			if h.ServiceName != "" {
+				name = h.ServiceName
 			}
 		}
 		out = append(out, name)
@@ -398,7 +401,7 @@ func notEnough(err error) error {
 	}
 	var ne *allocator.NotEnoughHostsError
 	if errors.As(err, &ne) {
-		return plugins.Conflict("%s", ne.Error())
+		return plugins.NotEnough("%s", ne.Error())
 	}
 	if errors.Is(err, allocator.ErrInvalidRequest) {
 		return plugins.BadRequest("%s", err.Error())
@@ -475,10 +478,10 @@ type choice struct {
 
 // Prepare implements plugins.Preparer: the hosts of a new reservation,
 // chosen from the view (allocator.ChoosePrepared; no database access).
-func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, v plugins.Values, fresh bool, earlier []any) (any, error) {
-	ps, err := p.params(v, nil)
-	if err != nil {
-		return nil, err
+func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, r plugins.Request, fresh bool, earlier []any) (any, error) {
+	ps, ok := r.(params)
+	if !ok {
+		return nil, fmt.Errorf("physical:host: request of type %T", r)
 	}
 	req := allocator.HostRequest{
 		Window:   allocator.Interval{Start: lease.Start, End: lease.End},
@@ -529,17 +532,17 @@ func takenBy(earlier []any) map[string]bool {
 }
 
 // Reserve implements plugins.Plugin.
-func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation, v plugins.Values) (string, error) {
-	c, err := p.Prepare(ctx, lease, v, tx.Fresh, nil)
+func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation, r plugins.Request) (string, error) {
+	c, err := p.Prepare(ctx, lease, r, tx.Fresh, nil)
 	if err != nil {
 		return "", err
 	}
-	return p.ReservePrepared(ctx, tx, lease, res, v, c)
+	return p.ReservePrepared(ctx, tx, lease, res, r, c)
 }
 
 // ReservePrepared implements plugins.Preparer: lock and re-check the
 // chosen hosts, then book them.
-func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation, v plugins.Values, prepared any) (string, error) {
+func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation, _ plugins.Request, prepared any) (string, error) {
 	c, ok := prepared.(*choice)
 	if !ok {
 		return "", fmt.Errorf("physical:host: prepared choice of type %T", prepared)
@@ -695,7 +698,7 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 	if err != nil {
 		return err
 	}
-	if err := p.checkPrivacy(v, lease, true); err != nil {
+	if err := p.checkPrivacy(ps.resource, lease, true); err != nil {
 		return err
 	}
 	win := allocator.Interval{Start: lease.Start, End: lease.End}
@@ -724,7 +727,7 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 			return plugins.ErrStale
 		}
 		if active && len(keep) < len(held) {
-			return plugins.Conflict("Not enough hosts available: %d of the %d hosts of active reservation %s cannot be kept (busy in the new window, no longer matching, or above max %d)",
+			return plugins.NotEnough("Not enough hosts available: %d of the %d hosts of active reservation %s cannot be kept (busy in the new window, no longer matching, or above max %d)",
 				len(held)-len(keep), len(held), res.ID, ps.max)
 		}
 		if len(keep) < ps.max {
@@ -736,7 +739,7 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 					return err
 				}
 				if errors.As(err, &ne) {
-					return plugins.Conflict("Not enough hosts available: %d kept, %s", len(keep), strings.TrimPrefix(ne.Error(), "Not enough hosts available: "))
+					return plugins.NotEnough("Not enough hosts available: %d kept, %s", len(keep), strings.TrimPrefix(ne.Error(), "Not enough hosts available: "))
 				}
 				return notEnough(err)
 			}

@@ -163,7 +163,7 @@ func (x *index) setHostsLocked(infos []Host) {
 	x.bounds = make([][]int64, len(infos))
 	x.pos = make(map[string]int, len(infos))
 	for i, h := range infos {
-		x.hosts[i] = allocator.Host{ID: h.ID, Name: h.Name}
+		x.hosts[i] = allocator.Host{ID: h.ID, Name: h.HypervisorHostname}
 		x.pos[h.ID] = i
 	}
 }
