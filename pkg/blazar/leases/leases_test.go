@@ -383,3 +383,27 @@ func TestTwoHostReservations(t *testing.T) {
 		t.Fatalf("%d leases (err %v), want 1: the refused lease left rows", n, err)
 	}
 }
+
+// TestStampsRoundTrip: created_at/updated_at keep their microseconds in
+// the database (DATETIME(6) on MySQL), so a lease reads back exactly as
+// its create answered, on every dialect.
+func TestStampsRoundTrip(t *testing.T) {
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			d := dbtest.OpenDialect(t, dialect)
+			clock := leasestest.NewClock(t0.Add(123456789 * time.Nanosecond))
+			svc, _ := leasestest.New(d, leasestest.NewHosts(1, nil), clock, leasestest.Options{})
+			v := create(t, svc, owner, "a", "2030-01-02 12:00", "2030-01-03 12:00", leasestest.HostReservation(1, 1, "", ""))
+			if v.CreatedAt != "2030-01-01 10:00:30.123456" {
+				t.Errorf("created_at %q", v.CreatedAt)
+			}
+			got, err := svc.Get(context.Background(), owner, v.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(v, got); diff != "" {
+				t.Errorf("read back (-create +get): %s", diff)
+			}
+		})
+	}
+}
