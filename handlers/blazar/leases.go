@@ -70,11 +70,7 @@ func (h *leaseHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body map[string]any
-	if err := DecodeBody(r, &body); err != nil {
-		return err
-	}
-	req, err := decodeCreate(body)
+	req, err := decodeRequest(r, decodeCreate)
 	if err != nil {
 		return err
 	}
@@ -90,11 +86,7 @@ func (h *leaseHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body map[string]any
-	if err := DecodeBody(r, &body); err != nil {
-		return err
-	}
-	req, err := decodeUpdate(body)
+	req, err := decodeRequest(r, decodeUpdate)
 	if err != nil {
 		return err
 	}
@@ -115,6 +107,17 @@ func (h *leaseHandlers) delete(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// decodeRequest reads the JSON body of r and decodes it into a typed
+// request.
+func decodeRequest[T any](r *http.Request, decode func(map[string]any) (T, error)) (T, error) {
+	var body map[string]any
+	if err := DecodeBody(r, &body); err != nil {
+		var zero T
+		return zero, err
+	}
+	return decode(body)
 }
 
 func malformed(key string) error { return errs.BadRequestf("Malformed parameter %s", key) }
@@ -153,34 +156,48 @@ func objects(body map[string]any, key string) ([]map[string]any, error) {
 	return out, nil
 }
 
+// leaseFields reads the string fields a create and an update share.
+func leaseFields(body map[string]any, name, start, end, beforeEnd **string) error {
+	var err error
+	for _, f := range []struct {
+		key string
+		dst **string
+	}{{"name", name}, {"start_date", start}, {"end_date", end}, {"before_end_date", beforeEnd}} {
+		if *f.dst, err = optString(body, f.key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// except returns the values of m but key.
+func except(m map[string]any, key string) plugins.Values {
+	out := make(plugins.Values, len(m))
+	for k, x := range m {
+		if k != key {
+			out[k] = x
+		}
+	}
+	return out
+}
+
 // decodeCreate reads a POST /v1/leases body.
 func decodeCreate(body map[string]any) (leases.CreateRequest, error) {
 	var req leases.CreateRequest
 	if body == nil {
 		return req, errs.BadRequestf("The request body must be a JSON object.")
 	}
-	var err error
-	for _, f := range []struct {
-		key string
-		dst **string
-	}{{"name", &req.Name}, {"start_date", &req.StartDate}, {"end_date", &req.EndDate}, {"before_end_date", &req.BeforeEndDate}} {
-		if *f.dst, err = optString(body, f.key); err != nil {
-			return req, err
-		}
+	if err := leaseFields(body, &req.Name, &req.StartDate, &req.EndDate, &req.BeforeEndDate); err != nil {
+		return req, err
 	}
 	ress, err := objects(body, "reservations")
 	if err != nil {
 		return req, err
 	}
 	for _, m := range ress {
-		rr := leases.ReservationRequest{Values: plugins.Values{}}
+		rr := leases.ReservationRequest{Values: except(m, "resource_type")}
 		if rt, ok := m["resource_type"].(string); ok {
 			rr.ResourceType = &rt
-		}
-		for k, x := range m {
-			if k != "resource_type" {
-				rr.Values[k] = x
-			}
 		}
 		req.Reservations = append(req.Reservations, rr)
 	}
@@ -219,14 +236,8 @@ func decodeUpdate(body map[string]any) (leases.UpdateRequest, error) {
 	if v, ok := body["name"]; ok && v == nil {
 		return req, errs.BadRequestf("Missing parameter name")
 	}
-	var err error
-	for _, f := range []struct {
-		key string
-		dst **string
-	}{{"name", &req.Name}, {"start_date", &req.StartDate}, {"end_date", &req.EndDate}, {"before_end_date", &req.BeforeEndDate}} {
-		if *f.dst, err = optString(body, f.key); err != nil {
-			return req, err
-		}
+	if err := leaseFields(body, &req.Name, &req.StartDate, &req.EndDate, &req.BeforeEndDate); err != nil {
+		return req, err
 	}
 	ress, err := objects(body, "reservations")
 	if err != nil {
@@ -237,13 +248,7 @@ func decodeUpdate(body map[string]any) (leases.UpdateRequest, error) {
 		if id == "" {
 			return req, errs.BadRequestf("Missing parameter reservation ID")
 		}
-		vals := plugins.Values{}
-		for k, x := range m {
-			if k != "id" {
-				vals[k] = x
-			}
-		}
-		req.Reservations = append(req.Reservations, leases.ReservationUpdate{ID: id, Values: vals})
+		req.Reservations = append(req.Reservations, leases.ReservationUpdate{ID: id, Values: except(m, "id")})
 	}
 	if req.Reservations == nil && ress != nil {
 		req.Reservations = []leases.ReservationUpdate{}
