@@ -235,14 +235,15 @@ func (w *Worker) reserve(n int) int {
 	return n
 }
 
-func (w *Worker) release(n int) {
-	if n == 0 {
-		return
-	}
+// release gives back n slots; done says a running row's goroutine
+// ended, which wakes Run (a slot is free, and a key may be unblocked).
+func (w *Worker) release(n int, done bool) {
 	w.mu.Lock()
 	w.busy -= n
 	w.mu.Unlock()
-	signal(w.freed)
+	if done {
+		signal(w.freed)
+	}
 }
 
 // dispatch takes back expired claims, then claims as many due rows as
@@ -255,7 +256,7 @@ func (w *Worker) dispatch(ctx context.Context, p *pass) error {
 		return errTake
 	}
 	claimed, err := w.claimDue(ctx, now, "", n)
-	w.release(n - len(claimed))
+	w.release(n-len(claimed), false)
 	for _, r := range claimed {
 		w.running.Add(1)
 		if p != nil {
@@ -274,7 +275,7 @@ func (w *Worker) chain(ctx context.Context, p *pass, r Record) {
 	if p != nil {
 		defer p.wg.Done()
 	}
-	defer w.release(1)
+	defer w.release(1, true)
 	for i := 1; ; i++ {
 		if ctx.Err() != nil {
 			w.unclaim(ctx, r) // claimed but not started
@@ -308,16 +309,17 @@ func (w *Worker) chain(ctx context.Context, p *pass, r Record) {
 
 // execute runs one claimed row's handler and records the outcome.
 func (w *Worker) execute(ctx context.Context, r Record) {
+	var err error
+	if h, ok := w.handlers[r.Kind]; ok {
+		hctx, hcancel := context.WithTimeout(ctx, w.cfg.HandlerTimeout)
+		err = callHandler(hctx, h, r.Payload)
+		hcancel()
+	} else {
+		err = Permanent(fmt.Errorf("no handler for outbox action kind %q (is this process older than the one that enqueued it?)", r.Kind))
+	}
+	// The outcome is recorded even if ctx has ended meanwhile.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	h, ok := w.handlers[r.Kind]
-	if !ok {
-		w.fail(rctx, r, Permanent(fmt.Errorf("no handler for outbox action kind %q (is this process older than the one that enqueued it?)", r.Kind)))
-		return
-	}
-	hctx, hcancel := context.WithTimeout(ctx, w.cfg.HandlerTimeout)
-	err := callHandler(hctx, h, r.Payload)
-	hcancel()
 	switch {
 	case err == nil:
 		w.succeed(rctx, r)
