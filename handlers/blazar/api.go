@@ -24,27 +24,6 @@ import (
 
 var apiVersion = microversion.Version{Major: 1, Minor: 0}
 
-// Error is an error with the HTTP status Blazar gives it. Services in
-// pkg/blazar and plugins/ return it; Name is Blazar's error_name (Blazar
-// repeats the integer status there for its own exceptions).
-type Error struct {
-	Status int
-	Msg    string
-	Name   any
-}
-
-func (e *Error) Error() string { return e.Msg }
-
-// Errorf builds an *Error.
-func Errorf(status int, msg string) *Error { return &Error{Status: status, Msg: msg, Name: status} }
-
-// StatusError is implemented by domain errors that carry an HTTP status
-// (e.g. the allocator's not-enough-hosts error via the lease service).
-type StatusError interface {
-	error
-	HTTPStatus() int
-}
-
 // handlerFunc returns its error for one renderer.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
@@ -158,49 +137,47 @@ func authMiddleware(authn Authenticator, next http.Handler) http.Handler {
 	})
 }
 
-// RenderError writes err in Blazar's shape.
-func RenderError(w http.ResponseWriter, r *http.Request, err error) {
-	var be *Error
-	var se StatusError
-	switch e := errs.As(err); {
-	case e != nil:
-		status := kindStatus[e.Kind]
-		if status == 0 || status >= 500 {
-			slog.ErrorContext(r.Context(), "request failed", "err", err)
-		}
-		if status == 0 {
-			status = http.StatusInternalServerError
-		}
-		var name any = status
-		if e.Code != "" {
-			name = e.Code
-		}
-		writeBlazar(w, status, e.Msg, name)
-	case errors.As(err, &be):
-		if be.Status >= 500 {
-			slog.ErrorContext(r.Context(), "request failed", "err", err)
-		}
-		name := be.Name
-		if name == nil {
-			name = be.Status
-		}
-		writeBlazar(w, be.Status, be.Msg, name)
-	case errors.As(err, &se):
-		writeBlazar(w, se.HTTPStatus(), se.Error(), se.HTTPStatus())
-	default:
-		slog.ErrorContext(r.Context(), "internal error", "err", err)
-		writeBlazar(w, http.StatusInternalServerError, "Internal Server Error", "INTERNAL_SERVER_ERROR")
-	}
+// statusOf is the HTTP status Blazar gives each kind of error.
+var statusOf = map[errs.Kind]int{
+	errs.BadRequest:           http.StatusBadRequest,
+	errs.Unauthorized:         http.StatusUnauthorized,
+	errs.Forbidden:            http.StatusForbidden,
+	errs.NotFound:             http.StatusNotFound,
+	errs.MethodNotAllowed:     http.StatusMethodNotAllowed,
+	errs.NotAcceptable:        http.StatusNotAcceptable,
+	errs.Conflict:             http.StatusConflict,
+	errs.NotEnoughResources:   http.StatusConflict, // upstream: 500; a 409 says "not now"
+	errs.TooLarge:             http.StatusRequestEntityTooLarge,
+	errs.UnsupportedMediaType: http.StatusUnsupportedMediaType,
+	errs.Unavailable:          http.StatusServiceUnavailable,
 }
 
-// kindStatus is the Blazar status of each error kind.
-var kindStatus = map[errs.Kind]int{
-	errs.Internal: http.StatusInternalServerError, errs.BadRequest: http.StatusBadRequest,
-	errs.Unauthorized: http.StatusUnauthorized, errs.Forbidden: http.StatusForbidden,
-	errs.NotFound: http.StatusNotFound, errs.MethodNotAllowed: http.StatusMethodNotAllowed,
-	errs.NotAcceptable: http.StatusNotAcceptable, errs.Conflict: http.StatusConflict,
-	errs.NotEnoughResources: http.StatusConflict, errs.TooLarge: http.StatusRequestEntityTooLarge,
-	errs.UnsupportedMediaType: http.StatusUnsupportedMediaType, errs.Unavailable: http.StatusServiceUnavailable,
+// RenderError writes err as Blazar's error body
+// {"error_code": <status>, "error_message": <message>, "error_name": <status>}
+// — the one place a Blazar error becomes HTTP. error_name repeats the
+// status (upstream's quirk) unless the error carries a Code; anything
+// that is not an *errs.Error is an internal error, logged and hidden.
+func RenderError(w http.ResponseWriter, r *http.Request, err error) {
+	e := errs.As(err)
+	status, ok := 0, false
+	if e != nil {
+		status, ok = statusOf[e.Kind]
+	} else if se, isSE := err.(interface{ HTTPStatus() int }); isSE {
+		e, status, ok = &errs.Error{Msg: err.Error()}, se.HTTPStatus(), true
+	}
+	if !ok {
+		slog.ErrorContext(r.Context(), "internal error", "err", err)
+		writeBlazar(w, http.StatusInternalServerError, "Internal Server Error", "INTERNAL_SERVER_ERROR")
+		return
+	}
+	if status >= 500 {
+		slog.ErrorContext(r.Context(), "request failed", "err", err)
+	}
+	var name any = status
+	if e.Code != "" {
+		name = e.Code
+	}
+	writeBlazar(w, status, e.Msg, name)
 }
 
 func writeBlazar(w http.ResponseWriter, status int, msg string, name any) {
@@ -236,12 +213,12 @@ func DecodeBody(r *http.Request, dst any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
-			return Errorf(http.StatusBadRequest, "Content type "+ct+" is not supported; use application/json.")
+			return errs.BadRequestf("Content type %s is not supported; use application/json.", ct)
 		}
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
 	if err != nil {
-		return Errorf(http.StatusBadRequest, "Could not read the request body: "+err.Error())
+		return errs.BadRequestf("Could not read the request body: %s", err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
@@ -249,7 +226,7 @@ func DecodeBody(r *http.Request, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(dst); err != nil {
-		return Errorf(http.StatusBadRequest, "Malformed JSON in request body: "+err.Error())
+		return errs.BadRequestf("Malformed JSON in request body: %s", err)
 	}
 	return nil
 }
@@ -265,4 +242,9 @@ func Versions(w http.ResponseWriter, r *http.Request) {
 		"links": []map[string]string{{"href": scheme + "://" + r.Host + "/v1", "rel": "self"}},
 	}}}
 	_ = WriteJSON(w, http.StatusMultipleChoices, doc)
+}
+
+// NotFound answers a path outside every API with werkzeug's 404 body.
+func NotFound(w http.ResponseWriter, _ *http.Request) {
+	writeWerkzeug(w, http.StatusNotFound, "The requested URL was not found on the server.")
 }

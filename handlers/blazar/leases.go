@@ -2,11 +2,16 @@ package blazar
 
 import (
 	"net/http"
+	"slices"
+	"sort"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/leasehold/leasehold/pkg/auth"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
+	"github.com/leasehold/leasehold/pkg/errs"
+	"github.com/leasehold/leasehold/plugins"
 )
 
 // RegisterLeases mounts /v1/leases on rt.
@@ -65,42 +70,9 @@ func (h *leaseHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body map[string]any
-	if err := DecodeBody(r, &body); err != nil {
+	req, err := decodeRequest(r, decodeCreate)
+	if err != nil {
 		return err
-	}
-	if body == nil {
-		return Errorf(http.StatusBadRequest, "The request body must be a JSON object.")
-	}
-	req := leases.CreateRequest{
-		Name: body["name"], StartDate: body["start_date"], EndDate: body["end_date"],
-		BeforeEndDate: body["before_end_date"],
-	}
-	if v, ok := body["reservations"]; ok && v != nil {
-		list, ok := v.([]any)
-		if !ok {
-			return Errorf(http.StatusBadRequest, "Malformed parameter reservations")
-		}
-		for _, x := range list {
-			m, ok := x.(map[string]any)
-			if !ok {
-				return Errorf(http.StatusBadRequest, "Malformed parameter reservations")
-			}
-			req.Reservations = append(req.Reservations, m)
-		}
-	}
-	if v, ok := body["events"]; ok && v != nil {
-		list, ok := v.([]any)
-		if !ok {
-			return Errorf(http.StatusBadRequest, "Malformed parameter events")
-		}
-		for _, x := range list {
-			m, ok := x.(map[string]any)
-			if !ok {
-				return Errorf(http.StatusBadRequest, "Malformed parameter events")
-			}
-			req.Events = append(req.Events, m)
-		}
 	}
 	l, err := h.svc.Create(r.Context(), c, req)
 	if err != nil {
@@ -114,11 +86,11 @@ func (h *leaseHandlers) update(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body map[string]any
-	if err := DecodeBody(r, &body); err != nil {
+	req, err := decodeRequest(r, decodeUpdate)
+	if err != nil {
 		return err
 	}
-	l, err := h.svc.Update(r.Context(), c, chi.URLParam(r, "lease_id"), leases.UpdateRequest(body))
+	l, err := h.svc.Update(r.Context(), c, chi.URLParam(r, "lease_id"), req)
 	if err != nil {
 		return err
 	}
@@ -135,4 +107,151 @@ func (h *leaseHandlers) delete(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// decodeRequest reads the JSON body of r and decodes it into a typed
+// request.
+func decodeRequest[T any](r *http.Request, decode func(map[string]any) (T, error)) (T, error) {
+	var body map[string]any
+	if err := DecodeBody(r, &body); err != nil {
+		var zero T
+		return zero, err
+	}
+	return decode(body)
+}
+
+func malformed(key string) error { return errs.BadRequestf("Malformed parameter %s", key) }
+
+// optString reads an optional string value: nil when absent or null.
+func optString(body map[string]any, key string) (*string, error) {
+	v, ok := body[key]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, malformed(key)
+	}
+	return &s, nil
+}
+
+// objects reads an optional list of JSON objects.
+func objects(body map[string]any, key string) ([]map[string]any, error) {
+	v, ok := body[key]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, malformed(key)
+	}
+	out := make([]map[string]any, 0, len(list))
+	for _, x := range list {
+		m, ok := x.(map[string]any)
+		if !ok {
+			return nil, malformed(key)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// leaseFields reads the string fields a create and an update share.
+func leaseFields(body map[string]any, name, start, end, beforeEnd **string) error {
+	var err error
+	for _, f := range []struct {
+		key string
+		dst **string
+	}{{"name", name}, {"start_date", start}, {"end_date", end}, {"before_end_date", beforeEnd}} {
+		if *f.dst, err = optString(body, f.key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// except returns the values of m but key.
+func except(m map[string]any, key string) plugins.Values {
+	out := make(plugins.Values, len(m))
+	for k, x := range m {
+		if k != key {
+			out[k] = x
+		}
+	}
+	return out
+}
+
+// decodeCreate reads a POST /v1/leases body.
+func decodeCreate(body map[string]any) (leases.CreateRequest, error) {
+	var req leases.CreateRequest
+	if body == nil {
+		return req, errs.BadRequestf("The request body must be a JSON object.")
+	}
+	if err := leaseFields(body, &req.Name, &req.StartDate, &req.EndDate, &req.BeforeEndDate); err != nil {
+		return req, err
+	}
+	ress, err := objects(body, "reservations")
+	if err != nil {
+		return req, err
+	}
+	for _, m := range ress {
+		rr := leases.ReservationRequest{Values: except(m, "resource_type")}
+		if rt, ok := m["resource_type"].(string); ok {
+			rr.ResourceType = &rt
+		}
+		req.Reservations = append(req.Reservations, rr)
+	}
+	evs, err := objects(body, "events")
+	if err != nil {
+		return req, err
+	}
+	for _, m := range evs {
+		e := leases.EventRequest{}
+		e.EventType, _ = m["event_type"].(string)
+		for _, k := range []string{"time", "event_date"} {
+			if t, ok := m[k].(string); ok {
+				e.Time = t
+				break
+			}
+		}
+		req.Events = append(req.Events, e)
+	}
+	return req, nil
+}
+
+// decodeUpdate reads a PUT /v1/leases/{id} body: only leases.UpdateKeys.
+func decodeUpdate(body map[string]any) (leases.UpdateRequest, error) {
+	var req leases.UpdateRequest
+	var unknown []string
+	for k := range body {
+		if !slices.Contains(leases.UpdateKeys, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return req, errs.BadRequestf("Unsupported parameter(s) for a lease update: %s (allowed: %s)",
+			strings.Join(unknown, ", "), strings.Join(leases.UpdateKeys, ", "))
+	}
+	if v, ok := body["name"]; ok && v == nil {
+		return req, errs.BadRequestf("Missing parameter name")
+	}
+	if err := leaseFields(body, &req.Name, &req.StartDate, &req.EndDate, &req.BeforeEndDate); err != nil {
+		return req, err
+	}
+	ress, err := objects(body, "reservations")
+	if err != nil {
+		return req, err
+	}
+	for _, m := range ress {
+		id, _ := m["id"].(string)
+		if id == "" {
+			return req, errs.BadRequestf("Missing parameter reservation ID")
+		}
+		req.Reservations = append(req.Reservations, leases.ReservationUpdate{ID: id, Values: except(m, "id")})
+	}
+	if req.Reservations == nil && ress != nil {
+		req.Reservations = []leases.ReservationUpdate{}
+	}
+	return req, nil
 }

@@ -25,9 +25,14 @@ func newLeasesServer(t *testing.T) http.Handler {
 	drv := standalone.New(nil)
 	hsvc := hosts.New(d, drv)
 	hsvc.SetClock(clock.Now)
-	hp := hostplugin.New(leases.NewHostSource(hsvc), d.DB, leases.NewHostActions(drv), hostplugin.Config{CheckHosts: hosts.ReservableTx}, clock.Now)
-	fp := floatingip.New(leases.NewFIPSource(hsvc))
-	lsvc := leases.New(d, []plugins.Plugin{hp, fp}, leases.Config{MinutesBeforeEndLease: 60}, clock.Now)
+	reg, err := plugins.NewRegistry(
+		hostplugin.New(hsvc, d.DB, hostplugin.DriverActions(drv), hostplugin.Config{CheckHosts: hosts.ReservableTx}, clock.Now),
+		floatingip.New(hsvc),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lsvc := leases.New(d, reg, leases.Config{MinutesBeforeEndLease: 60}, clock.Now, nil)
 	rt := NewRouter()
 	RegisterHosts(rt, hsvc)
 	RegisterFloatingIPs(rt, hsvc)

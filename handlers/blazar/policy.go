@@ -3,11 +3,11 @@ package blazar
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 
 	"github.com/leasehold/leasehold/pkg/auth"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // Blazar's oslo.policy defaults (blazar/policies/*.py) with
@@ -165,7 +165,7 @@ func evalAtom(rules map[string]string, atom string, id *auth.Identity, target st
 func authorize(ctx context.Context, rule, targetProject string) error {
 	id := auth.FromContext(ctx)
 	if id == nil {
-		return Errorf(http.StatusForbidden, "Policy doesn't allow "+rule+" to be performed.")
+		return errs.Forbiddenf("Policy doesn't allow %s to be performed.", rule)
 	}
 	if targetProject == "" {
 		targetProject = id.ProjectID
@@ -178,7 +178,7 @@ func authorize(ctx context.Context, rule, targetProject string) error {
 		check = rules["default"]
 	}
 	if !evalCheck(rules, check, id, targetProject, 0) {
-		return Errorf(http.StatusForbidden, "Policy doesn't allow "+rule+" to be performed.")
+		return errs.Forbiddenf("Policy doesn't allow %s to be performed.", rule)
 	}
 	return nil
 }

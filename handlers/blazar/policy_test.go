@@ -2,10 +2,10 @@ package blazar
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/leasehold/leasehold/pkg/auth"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 func TestAuthorize(t *testing.T) {
@@ -44,8 +44,7 @@ func TestAuthorize(t *testing.T) {
 		if (err == nil) != tt.ok {
 			t.Errorf("%v %s target %q: err = %v, want ok=%v", tt.id, tt.rule, tt.target, err, tt.ok)
 		}
-		var be *Error
-		if err != nil && (!errors.As(err, &be) || be.Status != 403 || be.Msg != "Policy doesn't allow "+tt.rule+" to be performed.") {
+		if e := errs.As(err); err != nil && (e == nil || e.Kind != errs.Forbidden || e.Msg != "Policy doesn't allow "+tt.rule+" to be performed.") {
 			t.Errorf("error %#v", err)
 		}
 	}

@@ -32,9 +32,10 @@ import (
 // only writes nobody has been told about.
 //
 // On MySQL fn runs in its own transaction (opts, e.g. READ COMMITTED, are
-// honoured; SQLite ignores them: its transactions are serializable), run
-// again on a deadlock or lock wait timeout up to WriteAttempts times;
-// InnoDB already group-commits concurrent transactions.
+// honoured; SQLite ignores them: its transactions are serializable);
+// InnoDB already group-commits concurrent transactions. Either way a write
+// that loses a lock conflict, or whose fn asks for it with ErrRetry, runs
+// again (WriteRetry).
 //
 // fn may be run more than once (a retry after a lock conflict, or alone
 // again after a batch it shared failed as a whole), so it must not have
@@ -47,9 +48,73 @@ import (
 // batch. A write whose ctx ends while it is still queued is not run and
 // returns ctx.Err(). A panic in fn is re-raised in the caller's goroutine.
 func (d *DB) Write(ctx context.Context, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
+	return d.WriteRetry(ctx, nil, fn, opts...)
+}
+
+// ErrRetry, wrapped in the error a write function returns, asks WriteRetry
+// to run the write again: it lost a race with a concurrent writer (a
+// booking seen only inside the transaction) and nothing of it is kept.
+var ErrRetry = errors.New("db: write lost to a concurrent writer, run it again")
+
+// Attempt describes the attempt a WriteRetry's before hook prepares.
+type Attempt struct {
+	// N counts from 1.
+	N int
+	// Prev is the retryable error that ended the previous attempt (nil on
+	// the first).
+	Prev error
+}
+
+// MaxWriteAttempts bounds the runs of one write that keeps losing lock
+// conflicts (MySQL deadlock or lock wait timeout, SQLite still busy) or
+// asking for a retry (ErrRetry); the last error is returned.
+const MaxWriteAttempts = 32
+
+// WriteRetry is the one retry layer of every write, at the transaction
+// boundary: it runs before (if not nil; outside any transaction, in the
+// caller's goroutine) and then fn as one write transaction (see Write),
+// and does both again, after a short jittered pause, while the attempt
+// ends in a lock conflict or in an error wrapping ErrRetry, up to
+// MaxWriteAttempts runs. before is where a caller re-reads what a lost
+// race made stale (its cached view) and plans again; its own errors end
+// the write. A write whose ctx ends is not run again.
+func (d *DB) WriteRetry(ctx context.Context, before func(ctx context.Context, a Attempt) error, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
 	if ctx.Value(inWriteKey{}) != nil {
 		return errNestedWrite
 	}
+	var prev error
+	for n := 1; ; n++ {
+		if before != nil {
+			if err := before(ctx, Attempt{N: n, Prev: prev}); err != nil {
+				return err
+			}
+		}
+		err := d.writeOnce(ctx, fn, opts...)
+		if err == nil || !retryable(err) || n >= MaxWriteAttempts || ctx.Err() != nil {
+			return err
+		}
+		prev = err
+		retryPause(ctx, n)
+	}
+}
+
+func retryable(err error) bool { return errors.Is(err, ErrRetry) || IsLockConflict(err) }
+
+// retryPause spreads the retries of writers that clashed, growing with
+// the attempt up to about 10 ms, so the same two do not collide again.
+func retryPause(ctx context.Context, attempt int) {
+	d := time.Duration(rand.Int64N(int64(min(attempt, 10))*int64(time.Millisecond) + 1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// writeOnce runs fn once: in the SQLite group-commit writer, or in a
+// transaction of its own.
+func (d *DB) writeOnce(ctx context.Context, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
 	if d.Dialect != SQLite || d.memory {
 		return d.writeTx(ctx, fn, opts...)
 	}
@@ -59,10 +124,6 @@ func (d *DB) Write(ctx context.Context, fn func(tx *gorm.DB) error, opts ...*sql
 	}
 	return w.submit(ctx, fn)
 }
-
-// WriteAttempts bounds the runs of a MySQL write that keeps losing lock
-// conflicts; the last conflict is returned (IsLockConflict reports it).
-const WriteAttempts = 5
 
 // maxBatch bounds the writes that share one SQLite commit.
 const maxBatch = 128
@@ -91,22 +152,14 @@ func IsLockConflict(err error) bool {
 	return false
 }
 
-// writeTx runs fn in a transaction of its own, again on lock conflicts.
+// writeTx runs fn in a transaction of its own.
 func (d *DB) writeTx(ctx context.Context, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
 	wctx := context.WithValue(ctx, inWriteKey{}, true)
 	g := d.DB
 	if d.rc != nil && len(opts) == 1 && opts[0] != nil && opts[0].Isolation == sql.LevelReadCommitted && !opts[0].ReadOnly {
 		g, opts = d.rc, nil // its sessions are READ COMMITTED already
 	}
-	var err error
-	for attempt := 1; ; attempt++ {
-		err = g.WithContext(wctx).Transaction(fn, opts...)
-		if err == nil || !IsLockConflict(err) || attempt >= WriteAttempts || ctx.Err() != nil {
-			return err
-		}
-		// A little jitter so the same two writers do not collide again.
-		time.Sleep(time.Duration(attempt) * time.Duration(500+rand.IntN(1000)) * time.Microsecond)
-	}
+	return g.WithContext(wctx).Transaction(fn, opts...)
 }
 
 // PanicError carries a panic raised by a write function on the writer

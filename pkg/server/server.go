@@ -1,22 +1,28 @@
-// Package server wires the service together: database, domain services,
-// HTTP APIs and listeners, with graceful shutdown.
+// Package server is Leasehold's composition root: New builds every
+// service from the loaded configuration, in one function, and Run serves
+// them. Nothing else wires services together: no setters, no package
+// state keyed by a handle, every route registered once.
 package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/leasehold/leasehold/pkg/blazar/events"
+	"github.com/leasehold/leasehold/pkg/blazar/hosts"
+	"github.com/leasehold/leasehold/pkg/blazar/leases"
+	"github.com/leasehold/leasehold/pkg/compute/standalone"
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/httpx"
 	"github.com/leasehold/leasehold/pkg/placement"
+	"github.com/leasehold/leasehold/plugins"
+	"github.com/leasehold/leasehold/plugins/floatingip"
+	hostplugin "github.com/leasehold/leasehold/plugins/host"
 
 	blazarapi "github.com/leasehold/leasehold/handlers/blazar"
 	placementapi "github.com/leasehold/leasehold/handlers/placement"
@@ -25,52 +31,93 @@ import (
 // Version is set at build time with -ldflags "-X …/pkg/server.Version=…".
 var Version = "0.1.0-dev"
 
-// Server is a running Leasehold.
+// Server is a built Leasehold: its services and HTTP handlers.
 type Server struct {
 	cfg       *config.Config
 	db        *db.DB
 	main      http.Handler
 	placement http.Handler
+	// background are long-running workers (the lease event manager, the
+	// outbox worker) run for the life of the server and stopped before
+	// the database closes.
+	background []func(ctx context.Context)
 	// Ready is closed when the listeners accept connections; Addrs then
 	// holds the bound addresses (main first).
 	Ready chan struct{}
 	Addrs []string
-	// background are long-running workers (the lease event manager) run
-	// for the life of the server and stopped before the database closes.
-	background []func(ctx context.Context)
+
+	// Services, for tests and tools.
+	Hosts  *hosts.Service
+	Leases *leases.Service
+	Events *events.Manager
 }
 
-// AddBackground registers a worker started by Run.
-func (s *Server) AddBackground(fn func(ctx context.Context)) { s.background = append(s.background, fn) }
-
-// New opens the database (migrating unless disabled) and builds handlers.
-func New(ctx context.Context, cfg *config.Config) (*Server, error) {
+// New opens the database (migrating unless disabled) and builds every
+// service and handler from cfg.
+func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
+	bc := cfg.Blazar
+	if err := bc.Normalize(); err != nil {
+		return nil, err
+	}
+	evCfg, err := eventsConfig(bc)
+	if err != nil {
+		return nil, err
+	}
 	d, err := db.Open(ctx, cfg.Database)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			_ = d.Close()
+		}
+	}()
 	if cfg.AutoMigrate {
 		if err := d.Migrate(ctx); err != nil {
-			_ = d.Close()
 			return nil, err
 		}
 	}
-	svc := placement.NewService(d, placement.Config{
+	s = &Server{cfg: cfg, db: d, Ready: make(chan struct{})}
+
+	// Placement.
+	psvc := placement.NewService(d, placement.Config{
 		IncompleteConsumerProjectID: cfg.Placement.IncompleteConsumerProjectID,
 		IncompleteConsumerUserID:    cfg.Placement.IncompleteConsumerUserID,
 	})
-	papi := placementapi.New(svc, cfg.Placement, cfg.CORS)
+	papi := placementapi.New(psvc, cfg.Placement, cfg.CORS)
 
-	s := &Server{cfg: cfg, db: d, Ready: make(chan struct{})}
-	s.placement = s.wrap(papi.Handler())
-	mounted := papi.Mount("/placement")
-	v1, err := s.setupBlazar(ctx, svc)
+	// The compute service the reserved hosts run in.
+	drv := standalone.New(slog.Default())
+
+	// Blazar: hosts, the reservation types, leases and their events.
+	s.Hosts = hosts.New(d, drv)
+	reg, err := plugins.NewRegistry(
+		hostplugin.New(s.Hosts, d.DB, hostplugin.DriverActions(drv), hostplugin.Config{
+			Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
+			DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
+			CheckHosts:       hosts.ReservableTx,
+		}, nil),
+		floatingip.New(s.Hosts),
+	)
 	if err != nil {
-		_ = d.Close()
 		return nil, err
 	}
-	v1 = http.StripPrefix("/v1", v1)
-	s.main = s.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Leases = leases.New(d, reg, leases.Config{
+		MinutesBeforeEndLease: bc.Manager.MinutesBeforeEndLease,
+		Filters:               leases.NewFilters(bc.Enforcement, &http.Client{Timeout: 30 * time.Second}),
+	}, nil, func() { s.Events.Notify() })
+	s.Events = events.New(d, s.Leases, evCfg, nil)
+	s.background = append(s.background, s.Events.Run)
+
+	// HTTP.
+	rt := blazarapi.NewRouter()
+	blazarapi.RegisterLeases(rt, s.Leases)
+	blazarapi.RegisterHosts(rt, s.Hosts)
+	blazarapi.RegisterFloatingIPs(rt, s.Hosts)
+	v1 := http.StripPrefix("/v1", rt.Handler(blazarapi.NoAuth{}))
+	mounted := papi.Mount("/placement")
+	s.placement = wrap(papi.Handler())
+	s.main = wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
 		case p == "/healthcheck":
 			s.healthcheck(w, r)
@@ -81,18 +128,30 @@ func New(ctx context.Context, cfg *config.Config) (*Server, error) {
 		case p == "/" || p == "/versions":
 			blazarapi.Versions(w, r)
 		default:
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = w.Write([]byte(`{"error": 404, "error_message": "The requested URL was not found on the server."}`))
+			blazarapi.NotFound(w, r)
 		}
 	}))
 	return s, nil
 }
 
-// wrap adds the outer middleware every listener shares.
-func (s *Server) wrap(h http.Handler) http.Handler {
-	return httpx.RequestID(httpx.AccessLog(h))
+// eventsConfig is the lease event manager's configuration.
+func eventsConfig(bc config.Blazar) (events.Config, error) {
+	poll, err := time.ParseDuration(bc.Events.PollInterval)
+	if err != nil {
+		return events.Config{}, fmt.Errorf("config: events.poll_interval: %w", err)
+	}
+	if poll <= 0 || poll > time.Second {
+		poll = time.Second // events made by another process are seen within 1s
+	}
+	claim, err := time.ParseDuration(bc.Events.ClaimTimeout)
+	if err != nil {
+		return events.Config{}, fmt.Errorf("config: events.claim_timeout: %w", err)
+	}
+	return events.Config{Poll: poll, ClaimTimeout: claim, MaxRetries: bc.Manager.EventMaxRetries}, nil
 }
+
+// wrap adds the outer middleware every listener shares.
+func wrap(h http.Handler) http.Handler { return httpx.RequestID(httpx.AccessLog(h)) }
 
 // Handler returns the main listener's handler (for tests).
 func (s *Server) Handler() http.Handler { return s.main }
@@ -102,104 +161,3 @@ func (s *Server) PlacementHandler() http.Handler { return s.placement }
 
 // DB returns the open database.
 func (s *Server) DB() *db.DB { return s.db }
-
-// healthcheck answers GET 200 "OK" / HEAD 204 when the database answers,
-// 503 otherwise, without authentication.
-func (s *Server) healthcheck(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	reason, status := "OK", http.StatusOK
-	if err := s.db.Ping(ctx); err != nil {
-		reason, status = "database unreachable: "+err.Error(), http.StatusServiceUnavailable
-	}
-	if r.Method == http.MethodHead {
-		if status == http.StatusOK {
-			status = http.StatusNoContent
-		}
-		w.WriteHeader(status)
-		return
-	}
-	if strings.Contains(r.Header.Get("Accept"), "application/json") {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		fmt.Fprintf(w, `{"detailed": false, "reasons": [%q]}`, reason)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(reason))
-}
-
-// Run serves until ctx is cancelled, then drains for ShutdownTimeout.
-func (s *Server) Run(ctx context.Context) error {
-	type lis struct {
-		l net.Listener
-		h http.Handler
-	}
-	var ls []lis
-	listen := func(addr string, h http.Handler, what string) error {
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("listen %s (%s): %w", addr, what, err)
-		}
-		// Let the API answer a malformed Content-Length with its own
-		// error body instead of Go's bare 400.
-		ls = append(ls, lis{httpx.ListenerWithBadContentLength(l), h})
-		s.Addrs = append(s.Addrs, l.Addr().String())
-		slog.InfoContext(ctx, "listening", "addr", l.Addr().String(), "serves", what)
-		return nil
-	}
-	if err := listen(s.cfg.Listen, s.main, "blazar /v1, placement /placement, /healthcheck"); err != nil {
-		return err
-	}
-	if s.cfg.PlacementListen != "" {
-		if err := listen(s.cfg.PlacementListen, s.placement, "placement at /"); err != nil {
-			ls[0].l.Close()
-			return err
-		}
-	}
-	var wg sync.WaitGroup
-	errc := make(chan error, len(ls))
-	var srvs []*http.Server
-	for _, x := range ls {
-		srv := &http.Server{Handler: x.h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
-		srvs = append(srvs, srv)
-		wg.Add(1)
-		go func(l net.Listener) {
-			defer wg.Done()
-			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- err
-			}
-		}(x.l)
-	}
-	bctx, bcancel := context.WithCancel(ctx)
-	var bg sync.WaitGroup
-	for _, fn := range s.background {
-		bg.Add(1)
-		go func() { defer bg.Done(); fn(bctx) }()
-	}
-	close(s.Ready)
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case runErr = <-errc:
-	}
-	slog.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-	defer cancel()
-	for _, srv := range srvs {
-		_ = srv.Shutdown(sctx)
-	}
-	wg.Wait()
-	bcancel()
-	bg.Wait()
-	if err := s.db.Close(); err != nil && runErr == nil {
-		runErr = err
-	}
-	return runErr
-}

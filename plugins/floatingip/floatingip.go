@@ -19,6 +19,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/plugins"
 )
 
@@ -31,9 +32,9 @@ type FIP struct {
 	Reservable             bool
 }
 
-// Source lists the pool (pkg/blazar/hosts in production).
+// Source lists the pool (pkg/blazar/hosts.Service).
 type Source interface {
-	FloatingIPs(ctx context.Context) ([]FIP, error)
+	ListFloatingIPs(ctx context.Context) ([]hosts.FloatingIP, error)
 }
 
 // Plugin implements plugins.Plugin for virtual:floatingip.
@@ -61,9 +62,13 @@ func (p *Plugin) Refresh(ctx context.Context, force bool) error {
 	if p.loaded && !force && p.now().Sub(p.loadedAt) < poolTTL {
 		return nil
 	}
-	pool, err := p.src.FloatingIPs(ctx)
+	fs, err := p.src.ListFloatingIPs(ctx)
 	if err != nil {
 		return err
+	}
+	pool := make([]FIP, len(fs))
+	for i, f := range fs {
+		pool[i] = FIP{ID: f.ID, NetworkID: f.FloatingNetworkID, Address: f.FloatingIPAddress, Reservable: f.Reservable}
 	}
 	p.pool, p.loadedAt, p.loaded = pool, p.now(), true
 	return nil
@@ -131,17 +136,22 @@ func parse(v plugins.Values, cur *params) (params, error) {
 	return ps, nil
 }
 
-// Validate implements plugins.Plugin.
-func (p *Plugin) Validate(v plugins.Values, _ plugins.Lease) (plugins.Values, error) {
+// Parse implements plugins.Plugin.
+func (p *Plugin) Parse(v plugins.Values, _ plugins.Lease) (plugins.Request, error) {
 	ps, err := parse(v, nil)
 	if err != nil {
 		return nil, err
 	}
+	return ps, nil
+}
+
+// Fields implements plugins.Request.
+func (ps params) Fields() map[string]any {
 	req := []string{}
 	if ps.required != nil {
 		req = ps.required
 	}
-	return plugins.Values{"network_id": ps.network, "amount": ps.amount, "required_floatingips": req}, nil
+	return map[string]any{"network_id": ps.network, "amount": ps.amount, "required_floatingips": req}
 }
 
 // choose picks amount free addresses of the network (required ones
@@ -241,10 +251,10 @@ func insertAllocs(ctx context.Context, tx *plugins.Tx, resID string, ids []strin
 }
 
 // Reserve implements plugins.Plugin.
-func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation, v plugins.Values) (string, error) {
-	ps, err := parse(v, nil)
-	if err != nil {
-		return "", err
+func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation, r plugins.Request) (string, error) {
+	ps, ok := r.(params)
+	if !ok {
+		return "", fmt.Errorf("virtual:floatingip: request of type %T", r)
 	}
 	chosen, err := p.choose(ctx, tx, ps, lease.Start, lease.End, "", nil)
 	if err != nil {

@@ -38,23 +38,18 @@ package host
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/allocator"
-	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/hostquery"
 	"github.com/leasehold/leasehold/plugins"
 )
@@ -62,25 +57,19 @@ import (
 // ResourceType is the Blazar resource type of this plugin.
 const ResourceType = "physical:host"
 
-// Host is a reservable host as the plugin sees it.
-type Host struct {
-	ID   string
-	Name string
-	// Lookup returns a host field or extra capability by name
-	// (vcpus, memory_mb, hypervisor_hostname, gpu, …).
-	Lookup func(key string) (string, bool)
-}
+// Host is a reservable host as the plugin sees it (Lookup gives hostquery
+// a field or extra capability by name).
+type Host = hosts.Host
 
-// Source lists the reservable hosts (pkg/blazar/hosts in production).
+// Source lists the reservable hosts and the resource properties
+// (pkg/blazar/hosts.Service). Reservable must return the very same slice
+// while nothing changed: the view then skips its rebuild.
 type Source interface {
-	Reservable(ctx context.Context) ([]Host, error)
-}
-
-// PrivacySource optionally tells which extra-capability names are private
-// (blazar host property set --private): non-admin callers may not use them
-// in their requirements.
-type PrivacySource interface {
-	PrivateProperties(ctx context.Context) (map[string]bool, error)
+	Reservable(ctx context.Context) ([]hosts.Host, error)
+	// Properties lists the extra-capability properties; private ones
+	// (blazar host property set --private) may only be used in the
+	// requirements of an admin.
+	Properties(ctx context.Context, includePrivate bool) ([]hosts.Property, error)
 }
 
 // Actions are the compute side effects of a host reservation (Nova
@@ -162,43 +151,41 @@ func parseQuery(s string) (*hostquery.Query, error) {
 	return q, nil
 }
 
-// Validate implements plugins.Plugin.
-func (p *Plugin) Validate(v plugins.Values, lease plugins.Lease) (plugins.Values, error) {
-	out := plugins.Values{}
-	for _, k := range []string{"min", "max"} {
-		n, ok, err := v.Int(k)
+// Parse implements plugins.Plugin: min, max, hypervisor_properties and
+// resource_properties are required; before_end defaults to "default".
+func (p *Plugin) Parse(v plugins.Values, lease plugins.Lease) (plugins.Request, error) {
+	for i, k := range []string{"min", "max", "hypervisor_properties", "resource_properties"} {
+		var ok bool
+		var err error
+		if i < 2 {
+			_, ok, err = v.Int(k)
+		} else {
+			_, ok, err = v.String(k)
+		}
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return nil, plugins.MissingParameter(k)
 		}
-		out[k] = n
 	}
-	for _, k := range []string{"hypervisor_properties", "resource_properties"} {
-		s, ok, err := v.String(k)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, plugins.MissingParameter(k)
-		}
-		out[k] = s
-	}
-	be := "default"
-	if s, ok, err := v.String("before_end"); err != nil {
-		return nil, err
-	} else if ok {
-		be = s
-	}
-	out["before_end"] = be
-	if _, err := p.params(out, nil); err != nil {
+	ps, err := p.params(v, &models.ComputeHostReservation{BeforeEnd: "default"})
+	if err != nil {
 		return nil, err
 	}
-	if err := p.checkPrivacy(out, lease, false); err != nil {
+	if err := p.checkPrivacy(ps.resource, lease, false); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return ps, nil
+}
+
+// Fields implements plugins.Request.
+func (ps params) Fields() map[string]any {
+	return map[string]any{
+		"min": ps.min, "max": ps.max,
+		"hypervisor_properties": ps.hyper, "resource_properties": ps.resource,
+		"before_end": ps.beforeEnd,
+	}
 }
 
 // params parses v over the stored parameters cur (nil for a new
@@ -261,13 +248,11 @@ func (p *Plugin) params(v plugins.Values, cur *models.ComputeHostReservation) (p
 // With cached set (inside a transaction) it uses the private names seen
 // last instead of asking the source (no second connection in a
 // transaction).
-func (p *Plugin) checkPrivacy(v plugins.Values, lease plugins.Lease, cached bool) error {
-	ps, ok := p.src.(PrivacySource)
-	if !ok || lease.Admin {
+func (p *Plugin) checkPrivacy(resourceProperties string, lease plugins.Lease, cached bool) error {
+	if lease.Admin {
 		return nil
 	}
-	s, _, _ := v.String("resource_properties")
-	q, err := hostquery.Parse(s)
+	q, err := hostquery.Parse(resourceProperties)
 	if err != nil || q.Empty() {
 		return nil
 	}
@@ -278,7 +263,7 @@ func (p *Plugin) checkPrivacy(v plugins.Values, lease plugins.Lease, cached bool
 		return nil // nothing known yet; Validate checks new reservations
 	}
 	if !cached {
-		if private, err = ps.PrivateProperties(context.Background()); err != nil {
+		if private, err = p.privateProperties(); err != nil {
 			return err
 		}
 		p.privMu.Lock()
@@ -287,10 +272,25 @@ func (p *Plugin) checkPrivacy(v plugins.Values, lease plugins.Lease, cached bool
 	}
 	for _, k := range q.Keys() {
 		if private[k] {
-			return plugins.Errorf(http.StatusForbidden, "Property %s is private; only an admin may reserve by it.", k)
+			return plugins.Forbidden("Property %s is private; only an admin may reserve by it.", k)
 		}
 	}
 	return nil
+}
+
+// privateProperties are the names of the private properties.
+func (p *Plugin) privateProperties() (map[string]bool, error) {
+	ps, err := p.src.Properties(context.Background(), true)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, pr := range ps {
+		if pr.Private {
+			out[pr.Name] = true
+		}
+	}
+	return out, nil
 }
 
 // match builds the allocator's property check.
@@ -300,7 +300,7 @@ func (ps params) match(info func(id string) *Host) func(*allocator.Host) (bool, 
 	}
 	return func(h *allocator.Host) (bool, string) {
 		hi := info(h.ID)
-		if hi == nil || hi.Lookup == nil {
+		if hi == nil {
 			return false, "unknown host"
 		}
 		if ok, why := ps.hyperQ.Match(hi.Lookup); !ok {
@@ -347,522 +347,3 @@ func (p *Plugin) ensureView(ctx context.Context, force bool) error {
 // every transaction attempt (outside the transaction); force reloads the
 // whole view (hosts registered, deleted or freed elsewhere).
 func (p *Plugin) Refresh(ctx context.Context, force bool) error { return p.ensureView(ctx, force) }
-
-// choose runs the allocator on the view (never the database: it runs
-// inside the write transaction). exclude leaves out one reservation's
-// bookings; keep restricts the candidates. A refusal from a view that a
-// forced refresh might change is plugins.ErrStale.
-func (p *Plugin) choose(tx *plugins.Tx, ps params, win allocator.Interval, min, max int, exclude string, keep func(string) bool) (allocator.HostDecision, error) {
-	var dec allocator.HostDecision
-	var err error
-	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
-	p.idx.view(lo, hi, exclude, keep, func(hosts []allocator.Host, info func(string) *Host) {
-		dec, err = allocator.ChooseHosts(p.cfg.Rules, hosts, allocator.HostRequest{
-			Window: win, Cleaning: p.cfg.Cleaning, Min: min, Max: max, Match: ps.match(info),
-		})
-	})
-	var ne *allocator.NotEnoughHostsError
-	if errors.As(err, &ne) && !tx.Fresh {
-		return dec, fmt.Errorf("%w: %w", plugins.ErrStale, err)
-	}
-	return dec, err
-}
-
-// hostnames maps host ids to the names the compute driver knows
-// (service_name), from the view.
-func (p *Plugin) hostnames(ids []string) []string {
-	p.idx.mu.RLock()
-	defer p.idx.mu.RUnlock()
-	out := make([]string, 0, len(ids))
-	for _, id := range ids {
-		name := id
-		if i, ok := p.idx.pos[id]; ok {
-			h := &p.idx.infos[i]
-			name = h.Name
-			if h.Lookup != nil {
-				if v, ok := h.Lookup("service_name"); ok && v != "" {
-					name = v
-				}
-			}
-		}
-		out = append(out, name)
-	}
-	return out
-}
-
-// notEnough maps the allocator's refusal to Blazar's error (409 here;
-// upstream gives 500), keeping the explanation.
-func notEnough(err error) error {
-	if errors.Is(err, plugins.ErrStale) {
-		return err
-	}
-	var ne *allocator.NotEnoughHostsError
-	if errors.As(err, &ne) {
-		return plugins.Conflict("%s", ne.Error())
-	}
-	if errors.Is(err, allocator.ErrInvalidRequest) {
-		return plugins.BadRequest("%s", err.Error())
-	}
-	return err
-}
-
-// lockAndCheck locks hostIDs and re-checks them for bookings overlapping
-// the window (cleaning included), ignoring reservation exclude.
-func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, hostIDs []string, win allocator.Interval, exclude string) error {
-	if err := plugins.LockResources(tx, ResourceType, hostIDs); err != nil {
-		return err
-	}
-	if p.cfg.CheckHosts != nil && len(hostIDs) > 0 {
-		ok, err := p.cfg.CheckHosts(tx.WithContext(ctx), hostIDs)
-		if err != nil {
-			return err
-		}
-		for _, id := range hostIDs {
-			if !ok[id] {
-				return plugins.ErrRetry // the view is refreshed before the retry
-			}
-		}
-	}
-	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
-	var clash []string
-	q := tx.WithContext(ctx).Table("computehost_allocations").
-		Where("compute_host_id IN ? AND end_date > ? AND start_date < ?", hostIDs, lo, hi)
-	if exclude != "" {
-		q = q.Where("reservation_id <> ?", exclude)
-	}
-	if err := q.Distinct().Pluck("compute_host_id", &clash).Error; err != nil {
-		return err
-	}
-	if len(clash) == 0 {
-		return nil
-	}
-	// The view was stale for these hosts: refresh them and retry.
-	rows, err := loadAllocs(ctx, tx.DB, clash)
-	if err != nil {
-		return err
-	}
-	p.idx.replaceHosts(clash, rows)
-	return plugins.ErrRetry
-}
-
-func allocRows(resID string, hostIDs []string, win allocator.Interval) []allocRow {
-	rows := make([]allocRow, len(hostIDs))
-	for i, h := range hostIDs {
-		rows[i] = allocRow{ComputeHostID: h, ReservationID: resID, StartDate: win.Start, EndDate: win.End}
-	}
-	return rows
-}
-
-func (p *Plugin) insertAllocs(ctx context.Context, tx *plugins.Tx, resID string, hostIDs []string, win allocator.Interval) error {
-	if len(hostIDs) == 0 {
-		return nil
-	}
-	rows := make([]models.ComputeHostAllocation, len(hostIDs))
-	for i, h := range hostIDs {
-		rows[i] = models.ComputeHostAllocation{
-			ID: uuid.NewString(), ReservationID: resID, ComputeHostID: h,
-			StartDate: win.Start, EndDate: win.End, CreatedAt: tx.Now,
-		}
-	}
-	return tx.WithContext(ctx).Create(&rows).Error
-}
-
-// choice is a new reservation's hosts chosen by Prepare.
-type choice struct {
-	ps     params
-	chosen []string
-}
-
-// Prepare implements plugins.Preparer: the hosts of a new reservation,
-// chosen from the view (allocator.ChoosePrepared; no database access).
-func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, v plugins.Values, fresh bool, earlier []any) (any, error) {
-	ps, err := p.params(v, nil)
-	if err != nil {
-		return nil, err
-	}
-	req := allocator.HostRequest{
-		Window:   allocator.Interval{Start: lease.Start, End: lease.End},
-		Cleaning: p.cfg.Cleaning, Min: ps.min, Max: ps.max,
-	}
-	match := ps.match
-	if taken := takenBy(earlier); len(taken) > 0 {
-		// Hosts of the request's earlier reservations are busy over the
-		// window too (booked in the same transaction).
-		match = func(info func(string) *Host) func(*allocator.Host) (bool, string) {
-			m := ps.match(info)
-			return func(h *allocator.Host) (bool, string) {
-				if taken[h.ID] {
-					return false, "taken by another reservation of the lease"
-				}
-				if m == nil {
-					return true, ""
-				}
-				return m(h)
-			}
-		}
-	}
-	dec, err := p.idx.choose(p.cfg.Rules, req, match)
-	var ne *allocator.NotEnoughHostsError
-	if errors.As(err, &ne) && !fresh {
-		err = fmt.Errorf("%w: %w", plugins.ErrStale, err)
-	}
-	if err != nil {
-		return nil, notEnough(err)
-	}
-	return &choice{ps: ps, chosen: dec.Chosen}, nil
-}
-
-// takenBy is the set of hosts of earlier choices.
-func takenBy(earlier []any) map[string]bool {
-	var taken map[string]bool
-	for _, e := range earlier {
-		if c, ok := e.(*choice); ok {
-			for _, id := range c.chosen {
-				if taken == nil {
-					taken = map[string]bool{}
-				}
-				taken[id] = true
-			}
-		}
-	}
-	return taken
-}
-
-// Reserve implements plugins.Plugin.
-func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation, v plugins.Values) (string, error) {
-	c, err := p.Prepare(ctx, lease, v, tx.Fresh, nil)
-	if err != nil {
-		return "", err
-	}
-	return p.ReservePrepared(ctx, tx, lease, res, v, c)
-}
-
-// ReservePrepared implements plugins.Preparer: lock and re-check the
-// chosen hosts, then book them.
-func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation, v plugins.Values, prepared any) (string, error) {
-	c, ok := prepared.(*choice)
-	if !ok {
-		return "", fmt.Errorf("physical:host: prepared choice of type %T", prepared)
-	}
-	ps := c.ps
-	win := allocator.Interval{Start: lease.Start, End: lease.End}
-	id := uuid.NewString()
-	if _, err := tx.ExecSQL(`INSERT INTO computehost_reservations
-		(id, reservation_id, aggregate_id, count_range, hypervisor_properties, resource_properties, before_end, created_at, updated_at)
-		VALUES (?,?,NULL,?,?,?,?,?,NULL)`,
-		id, res.ID, strconv.Itoa(ps.min)+"-"+strconv.Itoa(ps.max), ps.hyper, ps.resource, ps.beforeEnd, tx.Now); err != nil {
-		return "", err
-	}
-	// Last: the host locks are held from here to the commit.
-	if err := p.lockAndBook(ctx, tx, res.ID, c.chosen, win); err != nil {
-		return "", err
-	}
-	rows := allocRows(res.ID, c.chosen, win)
-	tx.AfterCommit(func() { p.idx.setReservation(res.ID, nil, rows) })
-	return id, nil
-}
-
-// lockAndBook is lockAndCheck and insertAllocs for a new reservation, the
-// re-check and the insert in one statement: the allocations are inserted
-// only when none of the (locked) hosts has a booking overlapping the
-// window, cleaning included; when nothing was inserted, the clash is
-// handled as lockAndCheck does (refresh those hosts, ErrRetry).
-func (p *Plugin) lockAndBook(ctx context.Context, tx *plugins.Tx, resID string, hostIDs []string, win allocator.Interval) error {
-	if len(hostIDs) == 0 {
-		return nil
-	}
-	// On SQLite the write transaction (db.Write's writer, BEGIN
-	// IMMEDIATE) already excludes every other writer until it ends: the
-	// lock rows would serialise nothing more.
-	if tx.Dialect != db.SQLite {
-		if err := plugins.LockResources(tx, ResourceType, hostIDs); err != nil {
-			return err
-		}
-	}
-	if p.cfg.CheckHosts != nil {
-		ok, err := p.cfg.CheckHosts(tx.WithContext(ctx), hostIDs)
-		if err != nil {
-			return err
-		}
-		for _, id := range hostIDs {
-			if !ok[id] {
-				return plugins.ErrRetry // the view is refreshed before the retry
-			}
-		}
-	}
-	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
-	// The overlap condition on exactly hostIDs, with its arguments.
-	cond := make([]byte, 0, 96+2*len(hostIDs))
-	cond = append(cond, "SELECT 1 FROM computehost_allocations WHERE compute_host_id IN ("...)
-	condArgs := make([]any, 0, len(hostIDs)+2)
-	for i, h := range hostIDs {
-		if i > 0 {
-			cond = append(cond, ',')
-		}
-		cond = append(cond, '?')
-		condArgs = append(condArgs, h)
-	}
-	cond = append(cond, ") AND end_date > ? AND start_date < ?"...)
-	condArgs = append(condArgs, lo, hi)
-	args := make([]any, 0, 6*len(hostIDs)+len(condArgs))
-	for _, h := range hostIDs {
-		args = append(args, uuid.NewString(), resID, h, win.Start, win.End, tx.Now)
-	}
-	q := make([]byte, 0, 256+len(cond)+40*len(hostIDs))
-	q = append(q, "INSERT INTO computehost_allocations (id, reservation_id, compute_host_id, start_date, end_date, created_at) "...)
-	var clashed bool
-	if tx.Dialect == db.SQLite {
-		// No round trips to save: check, then insert (an INSERT that
-		// reads its own table goes through a temporary table in SQLite).
-		rows, err := tx.QuerySQL(string(append(cond, " LIMIT 1"...)), condArgs...)
-		if err != nil {
-			return err
-		}
-		clashed = rows.Next()
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return err
-		}
-		if !clashed {
-			q = append(q, "VALUES "...)
-			q = db.Placeholders(q, len(hostIDs), 6)
-			if _, err := tx.ExecSQL(string(q), args...); err != nil {
-				return err
-			}
-		}
-	} else {
-		// One round trip: insert only when nothing overlaps.
-		q = append(q, "SELECT * FROM ("...)
-		for i := range hostIDs {
-			if i == 0 {
-				q = append(q, "SELECT ? AS c1, ? AS c2, ? AS c3, ? AS c4, ? AS c5, ? AS c6"...)
-			} else {
-				q = append(q, " UNION ALL SELECT ?, ?, ?, ?, ?, ?"...)
-			}
-		}
-		q = append(q, ") AS v WHERE NOT EXISTS ("...)
-		q = append(q, cond...)
-		q = append(q, ')')
-		n, err := tx.ExecSQL(string(q), append(args, condArgs...)...)
-		if err != nil {
-			return err
-		}
-		if n != 0 && n != int64(len(hostIDs)) {
-			return fmt.Errorf("physical:host: %d of %d allocations inserted", n, len(hostIDs))
-		}
-		clashed = n == 0
-	}
-	if !clashed {
-		return nil
-	}
-	var clash []string
-	if err := tx.WithContext(ctx).Table("computehost_allocations").
-		Where("compute_host_id IN ? AND end_date > ? AND start_date < ?", hostIDs, lo, hi).
-		Distinct().Pluck("compute_host_id", &clash).Error; err != nil {
-		return err
-	}
-	// The view was stale for these hosts: refresh them and retry.
-	rows, err := loadAllocs(ctx, tx.DB, clash)
-	if err != nil {
-		return err
-	}
-	p.idx.replaceHosts(clash, rows)
-	return plugins.ErrRetry
-}
-
-func (p *Plugin) load(ctx context.Context, tx *plugins.Tx, resID string) (*models.ComputeHostReservation, []string, error) {
-	var hr models.ComputeHostReservation
-	if err := tx.WithContext(ctx).Where("reservation_id = ?", resID).Take(&hr).Error; err != nil {
-		return nil, nil, fmt.Errorf("physical:host reservation %s: %w", resID, err)
-	}
-	var hostIDs []string
-	if err := tx.WithContext(ctx).Model(&models.ComputeHostAllocation{}).
-		Where("reservation_id = ?", resID).Order("compute_host_id").Pluck("compute_host_id", &hostIDs).Error; err != nil {
-		return nil, nil, err
-	}
-	return &hr, hostIDs, nil
-}
-
-// Update implements plugins.Plugin, with upstream's rules: a pure
-// shortening keeps every host; otherwise a host is kept while it still
-// matches and is free over the new window, extra hosts are searched up to
-// max, and an active reservation may not lose a host.
-func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.Lease, res *models.Reservation, v plugins.Values) error {
-	hr, held, err := p.load(ctx, tx, res.ID)
-	if err != nil {
-		return err
-	}
-	ps, err := p.params(v, hr)
-	if err != nil {
-		return err
-	}
-	if err := p.checkPrivacy(v, lease, true); err != nil {
-		return err
-	}
-	win := allocator.Interval{Start: lease.Start, End: lease.End}
-	active := res.Status == "active"
-	paramsChanged := len(v) > 0
-	shrinking := !lease.Start.Before(old.Start) && !lease.End.After(old.End)
-	keep := held
-	var added []string
-	if paramsChanged || !shrinking {
-		if !win.Start.Before(win.End) {
-			return plugins.BadRequest("End date must be later than current and start date")
-		}
-		heldSet := map[string]bool{}
-		for _, h := range held {
-			heldSet[h] = true
-		}
-		keep = nil
-		if len(held) > 0 {
-			dec, err := p.choose(tx, ps, win, 0, min(ps.max, len(held)), res.ID, func(id string) bool { return heldSet[id] })
-			if err != nil {
-				return notEnough(err)
-			}
-			keep = dec.Chosen
-		}
-		if active && len(keep) < len(held) && !tx.Fresh {
-			return plugins.ErrStale
-		}
-		if active && len(keep) < len(held) {
-			return plugins.Conflict("Not enough hosts available: %d of the %d hosts of active reservation %s cannot be kept (busy in the new window, no longer matching, or above max %d)",
-				len(held)-len(keep), len(held), res.ID, ps.max)
-		}
-		if len(keep) < ps.max {
-			need := max(ps.min-len(keep), 0)
-			dec, err := p.choose(tx, ps, win, need, ps.max-len(keep), res.ID, func(id string) bool { return !heldSet[id] })
-			if err != nil {
-				var ne *allocator.NotEnoughHostsError
-				if errors.Is(err, plugins.ErrStale) {
-					return err
-				}
-				if errors.As(err, &ne) {
-					return plugins.Conflict("Not enough hosts available: %d kept, %s", len(keep), strings.TrimPrefix(ne.Error(), "Not enough hosts available: "))
-				}
-				return notEnough(err)
-			}
-			added = dec.Chosen
-		}
-		all := append(slices.Clone(keep), added...)
-		if err := p.lockAndCheck(ctx, tx, all, win, res.ID); err != nil {
-			return err
-		}
-	}
-	updates := map[string]any{
-		"count_range":           fmt.Sprintf("%d-%d", ps.min, ps.max),
-		"hypervisor_properties": ps.hyper,
-		"resource_properties":   ps.resource,
-		"updated_at":            tx.Now,
-	}
-	if err := tx.WithContext(ctx).Model(&models.ComputeHostReservation{}).Where("id = ?", hr.ID).Updates(updates).Error; err != nil {
-		return err
-	}
-	if err := tx.WithContext(ctx).Where("reservation_id = ?", res.ID).Delete(&models.ComputeHostAllocation{}).Error; err != nil {
-		return err
-	}
-	final := append(slices.Clone(keep), added...)
-	if err := p.insertAllocs(ctx, tx, res.ID, final, win); err != nil {
-		return err
-	}
-	if active && len(added) > 0 && p.actions != nil {
-		if err := p.actions.Start(ctx, res.ID, lease.ProjectID, p.hostnames(added)); err != nil {
-			return err
-		}
-	}
-	rows := allocRows(res.ID, final, win)
-	tx.AfterCommit(func() { p.idx.setReservation(res.ID, held, rows) })
-	return nil
-}
-
-// OnStart implements plugins.Plugin.
-func (p *Plugin) OnStart(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation) error {
-	_, held, err := p.load(ctx, tx, res.ID)
-	if err != nil {
-		return err
-	}
-	if p.actions != nil {
-		return p.actions.Start(ctx, res.ID, lease.ProjectID, p.hostnames(held))
-	}
-	return nil
-}
-
-// OnEnd implements plugins.Plugin: the hosts go back, the allocations
-// are deleted (as upstream does at the end of a lease).
-func (p *Plugin) OnEnd(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation) error {
-	_, held, err := p.load(ctx, tx, res.ID)
-	if err != nil {
-		return err
-	}
-	if p.actions != nil && res.Status == "active" {
-		if err := p.actions.End(ctx, res.ID, p.hostnames(held)); err != nil {
-			return err
-		}
-	}
-	if err := tx.WithContext(ctx).Where("reservation_id = ?", res.ID).Delete(&models.ComputeHostAllocation{}).Error; err != nil {
-		return err
-	}
-	tx.AfterCommit(func() { p.idx.setReservation(res.ID, held, nil) })
-	return nil
-}
-
-// BeforeEnd implements plugins.Plugin.
-func (p *Plugin) BeforeEnd(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation) error {
-	hr, held, err := p.load(ctx, tx, res.ID)
-	if err != nil {
-		return err
-	}
-	action := hr.BeforeEnd
-	if action == "default" {
-		action = p.cfg.DefaultBeforeEnd
-	}
-	if action == "snapshot" && p.actions != nil {
-		return p.actions.Snapshot(ctx, res.ID, p.hostnames(held))
-	}
-	return nil
-}
-
-// Delete implements plugins.Plugin.
-func (p *Plugin) Delete(ctx context.Context, tx *plugins.Tx, res *models.Reservation) error {
-	var held []string
-	if err := tx.WithContext(ctx).Model(&models.ComputeHostAllocation{}).
-		Where("reservation_id = ?", res.ID).Pluck("compute_host_id", &held).Error; err != nil {
-		return err
-	}
-	if err := tx.WithContext(ctx).Where("reservation_id = ?", res.ID).Delete(&models.ComputeHostAllocation{}).Error; err != nil {
-		return err
-	}
-	if err := tx.WithContext(ctx).Where("reservation_id = ?", res.ID).Delete(&models.ComputeHostReservation{}).Error; err != nil {
-		return err
-	}
-	tx.AfterCommit(func() { p.idx.setReservation(res.ID, held, nil) })
-	return nil
-}
-
-// Describe implements plugins.Plugin.
-func (p *Plugin) Describe(ctx context.Context, g *gorm.DB, res []*models.Reservation) (map[string]map[string]any, error) {
-	ids := make([]string, len(res))
-	for i, r := range res {
-		ids[i] = r.ID
-	}
-	var rows []models.ComputeHostReservation
-	if err := g.WithContext(ctx).Where("reservation_id IN ?", ids).Find(&rows).Error; err != nil {
-		return nil, err
-	}
-	out := make(map[string]map[string]any, len(rows))
-	for _, hr := range rows {
-		lo, hi, _ := strings.Cut(hr.CountRange, "-")
-		mn, _ := strconv.Atoi(lo)
-		mx, _ := strconv.Atoi(hi)
-		out[hr.ReservationID] = map[string]any{
-			"min": mn, "max": mx,
-			"hypervisor_properties": hr.HypervisorProperties,
-			"resource_properties":   hr.ResourceProperties,
-			"before_end":            hr.BeforeEnd,
-		}
-	}
-	return out, nil
-}
-
-var (
-	_ plugins.Plugin   = (*Plugin)(nil)
-	_ plugins.Preparer = (*Plugin)(nil)
-)

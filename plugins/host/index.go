@@ -163,7 +163,7 @@ func (x *index) setHostsLocked(infos []Host) {
 	x.bounds = make([][]int64, len(infos))
 	x.pos = make(map[string]int, len(infos))
 	for i, h := range infos {
-		x.hosts[i] = allocator.Host{ID: h.ID, Name: h.Name}
+		x.hosts[i] = allocator.Host{ID: h.ID, Name: h.HypervisorHostname}
 		x.pos[h.ID] = i
 	}
 }
@@ -295,12 +295,6 @@ var hostBufs sync.Pool
 func (x *index) view(loT, hiT time.Time, exclude string, keep func(id string) bool, fn func(hosts []allocator.Host, info func(id string) *Host)) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	info := func(id string) *Host {
-		if i, ok := x.pos[id]; ok {
-			return &x.infos[i]
-		}
-		return nil
-	}
 	lo, hi := loT.UnixNano(), hiT.UnixNano()
 	var hosts []allocator.Host
 	if b, ok := hostBufs.Get().(*[]allocator.Host); ok && cap(*b) >= len(x.hosts) {
@@ -327,9 +321,17 @@ func (x *index) view(loT, hiT time.Time, exclude string, keep func(id string) bo
 		}
 		hosts = append(hosts, h)
 	}
-	fn(hosts, info)
+	fn(hosts, x.info)
 	clear(hosts)
 	hostBufs.Put(&hosts)
+}
+
+// info returns the host with id, or nil; the caller holds the lock.
+func (x *index) info(id string) *Host {
+	if i, ok := x.pos[id]; ok {
+		return &x.infos[i]
+	}
+	return nil
 }
 
 // choose runs allocator.ChoosePrepared on the whole view under the read
@@ -338,12 +340,6 @@ func (x *index) view(loT, hiT time.Time, exclude string, keep func(id string) bo
 func (x *index) choose(rules *allocator.TagRules, req allocator.HostRequest, match func(info func(id string) *Host) func(*allocator.Host) (bool, string)) (allocator.HostDecision, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	info := func(id string) *Host {
-		if i, ok := x.pos[id]; ok {
-			return &x.infos[i]
-		}
-		return nil
-	}
-	req.Match = match(info)
+	req.Match = match(x.info)
 	return allocator.ChoosePrepared(rules, allocator.PreparedHosts{Hosts: x.hosts, Bounds: x.bounds, Sorted: x.sorted}, req, allocator.ChooseOptions{OmitRejected: true})
 }

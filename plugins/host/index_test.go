@@ -59,7 +59,7 @@ func TestIndexChooseSameDecision(t *testing.T) {
 		n := rapid.IntRange(1, 10).Draw(rt, "hosts")
 		infos := make([]Host, n)
 		for i := range infos {
-			infos[i] = Host{ID: fmt.Sprint(i + 1), Name: fmt.Sprint("h", i+1)}
+			infos[i] = Host{ID: fmt.Sprint(i + 1), HypervisorHostname: fmt.Sprint("h", i+1)}
 		}
 		var x index
 		x.setHostsLocked(infos)

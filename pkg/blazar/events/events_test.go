@@ -45,8 +45,7 @@ func newCounter(r events.Runner) *counter { return &counter{next: r, runs: map[s
 
 func create(t *testing.T, svc *leases.Service, name, start, end string, nHosts int) *leases.View {
 	t.Helper()
-	v, err := svc.Create(context.Background(), owner, leases.CreateRequest{Name: name, StartDate: start, EndDate: end,
-		Reservations: []map[string]any{leasestest.HostReservation(nHosts, nHosts, "", "")}})
+	v, err := svc.Create(context.Background(), owner, leases.CreateRequest{Name: leasestest.Str(name), StartDate: leasestest.Str(start), EndDate: leasestest.Str(end), Reservations: leasestest.Res(leasestest.HostReservation(nHosts, nHosts, "", ""))})
 	if err != nil {
 		t.Fatalf("create %s: %v", name, err)
 	}
@@ -230,14 +229,14 @@ func TestExactlyOnceTwoManagers(t *testing.T) {
 func TestRunLoopWakesOnNotify(t *testing.T) {
 	d := dbtest.Open(t)
 	clock := leasestest.NewClock(t0)
-	svc, _ := leasestest.New(d, leasestest.NewHosts(1, nil), clock, leasestest.Options{})
+	var m *events.Manager
+	svc, _ := leasestest.New(d, leasestest.NewHosts(1, nil), clock, leasestest.Options{EventsChanged: func() { m.Notify() }})
 	started := make(chan struct{}, 10)
-	m := events.New(d, runFunc(func(ctx context.Context, ev models.Event, c string) error {
+	m = events.New(d, runFunc(func(ctx context.Context, ev models.Event, c string) error {
 		err := svc.RunEvent(ctx, ev, c)
 		started <- struct{}{}
 		return err
 	}), events.Config{Poll: time.Hour}, clock.Now) // the poll alone would never fire
-	svc.OnEventsChanged(m.Notify)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
@@ -271,13 +270,11 @@ func TestHostActionsAndPrivacy(t *testing.T) {
 	svc, _ := leasestest.New(d, hosts, clock, leasestest.Options{Actions: acts, MinutesBeforeEndLease: 30, DefaultBeforeEnd: "snapshot"})
 	m := events.New(d, svc, events.Config{}, clock.Now)
 	ctx := context.Background()
-	_, err := svc.Create(ctx, owner, leases.CreateRequest{Name: "p", StartDate: "now", EndDate: "2030-01-01 12:00",
-		Reservations: []map[string]any{leasestest.HostReservation(1, 1, "", `["==", "$secret", "x"]`)}})
+	_, err := svc.Create(ctx, owner, leases.CreateRequest{Name: leasestest.Str("p"), StartDate: leasestest.Str("now"), EndDate: leasestest.Str("2030-01-01 12:00"), Reservations: leasestest.Res(leasestest.HostReservation(1, 1, "", `["==", "$secret", "x"]`))})
 	if err == nil || !strings.Contains(err.Error(), "Property secret is private") {
 		t.Fatalf("private property by a member: %v", err)
 	}
-	if _, err := svc.Create(ctx, leases.Caller{UserID: "admin", ProjectID: "admin", Admin: true}, leases.CreateRequest{Name: "adm", StartDate: "2030-02-01 12:00", EndDate: "2030-02-01 13:00",
-		Reservations: []map[string]any{leasestest.HostReservation(1, 1, "", `["==", "$secret", "x"]`)}}); err != nil {
+	if _, err := svc.Create(ctx, leases.Caller{UserID: "admin", ProjectID: "admin", Admin: true}, leases.CreateRequest{Name: leasestest.Str("adm"), StartDate: leasestest.Str("2030-02-01 12:00"), EndDate: leasestest.Str("2030-02-01 13:00"), Reservations: leasestest.Res(leasestest.HostReservation(1, 1, "", `["==", "$secret", "x"]`))}); err != nil {
 		t.Fatalf("private property by an admin: %v", err)
 	}
 	a := create(t, svc, "a", "now", "2030-01-01 12:00", 1)
@@ -334,22 +331,22 @@ func TestUpdateActiveLease(t *testing.T) {
 		_, err := svc.Update(ctx, owner, a.ID, req)
 		return err
 	}
-	if err := upd(leases.UpdateRequest{"reservations": []any{map[string]any{"id": rid, "min": 1, "max": 1}}}); err == nil ||
+	if err := upd(leasestest.Upd(map[string]any{"reservations": []any{map[string]any{"id": rid, "min": 1, "max": 1}}})); err == nil ||
 		!strings.Contains(err.Error(), "cannot be kept") {
 		t.Errorf("lowering max of an active reservation: %v", err)
 	}
 	// b took one of a's hosts (the best fit: it starts when a ends), so a
 	// cannot be extended over b without losing a host.
-	if err := upd(leases.UpdateRequest{"end_date": "2030-01-01 13:00"}); err == nil || !strings.Contains(err.Error(), "cannot be kept") {
+	if err := upd(leasestest.Upd(map[string]any{"end_date": "2030-01-01 13:00"})); err == nil || !strings.Contains(err.Error(), "cannot be kept") {
 		t.Errorf("extending an active lease over a host booked next: %v", err)
 	}
 	if err := svc.Delete(ctx, owner, b.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := upd(leases.UpdateRequest{"end_date": "2030-01-01 13:00"}); err != nil {
+	if err := upd(leasestest.Upd(map[string]any{"end_date": "2030-01-01 13:00"})); err != nil {
 		t.Errorf("extending an active lease whose hosts stay free: %v", err)
 	}
-	if err := upd(leases.UpdateRequest{"reservations": []any{map[string]any{"id": rid, "max": 3}}}); err != nil {
+	if err := upd(leasestest.Upd(map[string]any{"reservations": []any{map[string]any{"id": rid, "max": 3}}})); err != nil {
 		t.Fatalf("growing an active reservation: %v", err)
 	}
 	v := get(t, svc, a.ID)

@@ -74,10 +74,7 @@ func benchCreate(b testing.TB, svc *leases.Service) time.Duration {
 	r := rand.New(rand.NewPCG(uint64(n), 9))
 	s := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.IntN(365*24)) * time.Hour)
 	t := time.Now()
-	_, err := svc.Create(context.Background(), leases.Caller{ProjectID: "p", UserID: "u"}, leases.CreateRequest{
-		Name: fmt.Sprint("b", n), StartDate: s.Format("2006-01-02 15:04"), EndDate: s.Add(4 * time.Hour).Format("2006-01-02 15:04"),
-		Reservations: []map[string]any{leasestest.HostReservation(1, 2, "", "")},
-	})
+	_, err := svc.Create(context.Background(), leases.Caller{ProjectID: "p", UserID: "u"}, leases.CreateRequest{Name: leasestest.Str(fmt.Sprint("b", n)), StartDate: leasestest.Str(s.Format("2006-01-02 15:04")), EndDate: leasestest.Str(s.Add(4 * time.Hour).Format("2006-01-02 15:04")), Reservations: leasestest.Res(leasestest.HostReservation(1, 2, "", ""))})
 	d := time.Since(t)
 	if err != nil {
 		b.Fatalf("create: %v", err)

@@ -2,7 +2,6 @@ package leases_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -17,7 +16,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
-	"github.com/leasehold/leasehold/plugins"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // TestNoDoubleBookingConcurrent fires 200 concurrent lease creations for
@@ -49,10 +48,7 @@ func TestNoDoubleBookingConcurrent(t *testing.T) {
 					start := time.Date(2030, 1, 2, r.IntN(6), 0, 0, 0, time.UTC)
 					end := start.Add(time.Duration(1+r.IntN(4)) * time.Hour)
 					mx := 1 + r.IntN(3)
-					_, err := svcs[i%2].Create(context.Background(), owner, leases.CreateRequest{
-						Name: fmt.Sprint("c", i), StartDate: start.Format("2006-01-02 15:04"), EndDate: end.Format("2006-01-02 15:04"),
-						Reservations: []map[string]any{leasestest.HostReservation(1, mx, "", "")},
-					})
+					_, err := svcs[i%2].Create(context.Background(), owner, leases.CreateRequest{Name: leasestest.Str(fmt.Sprint("c", i)), StartDate: leasestest.Str(start.Format("2006-01-02 15:04")), EndDate: leasestest.Str(end.Format("2006-01-02 15:04")), Reservations: leasestest.Res(leasestest.HostReservation(1, mx, "", ""))})
 					switch {
 					case err == nil:
 						ok.Add(1)
@@ -107,8 +103,7 @@ func TestAllocatorPathProperty(t *testing.T) {
 				s, e := window("c")
 				mn := rapid.IntRange(1, 3).Draw(rt, "min")
 				mx := mn + rapid.IntRange(0, 2).Draw(rt, "extra")
-				v, err := svc.Create(ctx, owner, leases.CreateRequest{Name: fmt.Sprint(step), StartDate: s.Format("2006-01-02 15:04"),
-					EndDate: e.Format("2006-01-02 15:04"), Reservations: []map[string]any{leasestest.HostReservation(mn, mx, "", "")}})
+				v, err := svc.Create(ctx, owner, leases.CreateRequest{Name: leasestest.Str(fmt.Sprint(step)), StartDate: leasestest.Str(s.Format("2006-01-02 15:04")), EndDate: leasestest.Str(e.Format("2006-01-02 15:04")), Reservations: leasestest.Res(leasestest.HostReservation(mn, mx, "", ""))})
 				if err == nil {
 					ids = append(ids, v.ID)
 					continue
@@ -122,9 +117,8 @@ func TestAllocatorPathProperty(t *testing.T) {
 			case op == 2:
 				id := ids[rapid.IntRange(0, len(ids)-1).Draw(rt, "which")]
 				s, e := window("u")
-				_, err := svc.Update(ctx, owner, id, leases.UpdateRequest{"start_date": s.Format("2006-01-02 15:04"), "end_date": e.Format("2006-01-02 15:04")})
-				var pe *plugins.Error
-				if err != nil && !errors.As(err, &pe) {
+				_, err := svc.Update(ctx, owner, id, leasestest.Upd(map[string]any{"start_date": s.Format("2006-01-02 15:04"), "end_date": e.Format("2006-01-02 15:04")}))
+				if err != nil && errs.As(err) == nil {
 					rt.Fatalf("update: %v", err)
 				}
 			default:
@@ -168,4 +162,50 @@ func freeHosts(rt *rapid.T, d *db.DB, nHosts int, s, e time.Time, cleaning time.
 		rt.Fatal(err)
 	}
 	return nHosts - len(busy)
+}
+
+// TestConcurrentCreatesAllSucceedWhileHostsAreFree: 20 concurrent creates
+// of one host each over the same window, at two lease services on one
+// database (two processes), with 40 free hosts: every one succeeds on a
+// host of its own. A booking that loses a race re-plans on the hosts still
+// free instead of giving up with a 409.
+func TestConcurrentCreatesAllSucceedWhileHostsAreFree(t *testing.T) {
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			d1, d2 := blazartest.OpenTwice(t, dialect)
+			clock := leasestest.NewClock(t0)
+			hosts := leasestest.NewHosts(40, nil)
+			var svcs []*leases.Service
+			for _, d := range []*db.DB{d1, d2} {
+				s, _ := leasestest.New(d, hosts, clock, leasestest.Options{})
+				svcs = append(svcs, s)
+			}
+			for round := range 5 {
+				start := time.Date(2030, 2, 1+round, 0, 0, 0, 0, time.UTC).Format("2006-01-02 15:04")
+				end := time.Date(2030, 2, 1+round, 12, 0, 0, 0, time.UTC).Format("2006-01-02 15:04")
+				var wg sync.WaitGroup
+				errc := make(chan error, 20)
+				for i := range 20 {
+					wg.Go(func() {
+						_, err := svcs[i%2].Create(context.Background(), owner, leasestest.Request(fmt.Sprint("r", round, "-", i), start, end, leasestest.HostReservation(1, 1, "", "")))
+						errc <- err
+					})
+				}
+				wg.Wait()
+				close(errc)
+				for err := range errc {
+					if err != nil {
+						t.Errorf("round %d: create refused with 20 of 40 hosts free: %v", round, err)
+					}
+				}
+			}
+			over, err := leasestest.Overlaps(context.Background(), d1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range over {
+				t.Error("double booking: " + o)
+			}
+		})
+	}
 }

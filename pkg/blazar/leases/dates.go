@@ -12,8 +12,10 @@ const (
 	// DateFormat is used for lease start/end dates, event times and
 	// allocation dates: "2017-12-26T12:00:00.000000".
 	DateFormat = "2006-01-02T15:04:05.000000"
-	// StampFormat is used for created_at/updated_at: "2017-12-27 10:00:00".
-	StampFormat = "2006-01-02 15:04:05"
+	// StampFormat is used for created_at/updated_at with microseconds,
+	// as Python's isoformat(' ') writes them: "2017-12-27 10:00:00.123456"
+	// (FormatStamp leaves the fraction out when it is zero).
+	StampFormat = "2006-01-02 15:04:05.000000"
 )
 
 // inputFormats are the accepted input dates: Blazar's "%Y-%m-%d %H:%M" and,
@@ -39,8 +41,19 @@ func ParseDate(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, plugins.BadRequest("%s is an invalid date. Required format: %%Y-%%m-%%d %%H:%%M", s)
 }
 
+// Stamp is a created_at/updated_at value: t in UTC to the microsecond,
+// as stored.
+func Stamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
 // FormatDate renders a lease/event date.
 func FormatDate(t time.Time) string { return t.UTC().Format(DateFormat) }
 
-// FormatStamp renders created_at/updated_at.
-func FormatStamp(t time.Time) string { return t.UTC().Format(StampFormat) }
+// FormatStamp renders created_at/updated_at as Python's isoformat(' '):
+// six fractional digits, or none when the microseconds are zero.
+func FormatStamp(t time.Time) string {
+	t = Stamp(t)
+	if t.Nanosecond() == 0 {
+		return t.Format("2006-01-02 15:04:05")
+	}
+	return t.Format(StampFormat)
+}

@@ -47,8 +47,20 @@ func TestFormats(t *testing.T) {
 	if got := FormatDate(tm); got != "2017-12-26T12:00:00.000000" {
 		t.Errorf("FormatDate = %q", got)
 	}
-	if got := FormatStamp(tm.Add(1500 * time.Millisecond)); got != "2017-12-26 12:00:01" {
-		t.Errorf("FormatStamp = %q", got)
+	// created_at/updated_at as Python's isoformat(' '): microseconds,
+	// left out when zero.
+	for _, tc := range []struct {
+		in   time.Time
+		want string
+	}{
+		{tm.Add(1500 * time.Millisecond), "2017-12-26 12:00:01.500000"},
+		{tm.Add(time.Second + 1234567*time.Nanosecond), "2017-12-26 12:00:01.001234"},
+		{tm.Add(time.Second), "2017-12-26 12:00:01"},
+		{tm.Add(999 * time.Nanosecond), "2017-12-26 12:00:00"},
+	} {
+		if got := FormatStamp(tc.in); got != tc.want {
+			t.Errorf("FormatStamp(%v) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/pkg/config"
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/plugins"
 )
 
@@ -81,12 +81,12 @@ type MaxLeaseDuration struct {
 	Exempt []string
 }
 
-func (f *MaxLeaseDuration) check(l LeaseValues, status int) error {
+func (f *MaxLeaseDuration) check(l LeaseValues, kind errs.Kind) error {
 	if f.Max < 0 || slices.Contains(f.Exempt, l.ProjectID) {
 		return nil
 	}
 	if d := l.end.Sub(l.start); d > f.Max {
-		return plugins.Errorf(status, "Lease duration of %d seconds must be less than or equal to the maximum lease duration of %d seconds.",
+		return errs.New(kind, "Lease duration of %d seconds must be less than or equal to the maximum lease duration of %d seconds.",
 			int64(d/time.Second), int64(f.Max/time.Second))
 	}
 	return nil
@@ -94,12 +94,12 @@ func (f *MaxLeaseDuration) check(l LeaseValues, status int) error {
 
 // CheckCreate implements Filter.
 func (f *MaxLeaseDuration) CheckCreate(_ context.Context, _ EnforcementContext, l LeaseValues) error {
-	return f.check(l, http.StatusForbidden)
+	return f.check(l, errs.Forbidden)
 }
 
 // CheckUpdate implements Filter.
 func (f *MaxLeaseDuration) CheckUpdate(_ context.Context, _ EnforcementContext, _, l LeaseValues) error {
-	return f.check(l, http.StatusBadRequest)
+	return f.check(l, errs.BadRequest)
 }
 
 // OnEnd implements Filter.
@@ -183,5 +183,3 @@ func leaseValues(id, name, project, user string, start, end time.Time, res []map
 	return LeaseValues{ID: id, Name: name, ProjectID: project, UserID: user,
 		StartDate: FormatDate(start), EndDate: FormatDate(end), Reservations: res, start: start, end: end}
 }
-
-var _ = fmt.Sprintf

@@ -25,7 +25,7 @@ func TestMaxLeaseDuration(t *testing.T) {
 	svc, _ := setup(t, 2, nil, leasestest.Options{Filters: filters})
 	ctx := context.Background()
 	req := func(end string) leases.CreateRequest {
-		return leases.CreateRequest{Name: "x", StartDate: "2030-01-02 12:00", EndDate: end}
+		return leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("2030-01-02 12:00"), EndDate: leasestest.Str(end)}
 	}
 	_, err := svc.Create(ctx, owner, req("2030-01-04 12:00"))
 	if status(err) != 403 || err.Error() != "Lease duration of 172800 seconds must be less than or equal to the maximum lease duration of 86400 seconds." {
@@ -38,7 +38,7 @@ func TestMaxLeaseDuration(t *testing.T) {
 	if err != nil {
 		t.Fatalf("1-day lease: %v", err)
 	}
-	if _, err := svc.Update(ctx, owner, v.ID, leases.UpdateRequest{"end_date": "2030-01-03 12:01"}); status(err) != 400 || !strings.Contains(err.Error(), "Lease duration of 86460 seconds") {
+	if _, err := svc.Update(ctx, owner, v.ID, leasestest.Upd(map[string]any{"end_date": "2030-01-03 12:01"})); status(err) != 400 || !strings.Contains(err.Error(), "Lease duration of 86460 seconds") {
 		t.Fatalf("extension over the limit: %v (%d)", err, status(err))
 	}
 }
@@ -80,8 +80,7 @@ func TestExternalServiceFilter(t *testing.T) {
 	svc, clock := setup(t, 2, nil, leasestest.Options{Filters: filters})
 	ctx := context.Background()
 	mk := func(name string) (*leases.View, error) {
-		return svc.Create(ctx, owner, leases.CreateRequest{Name: name, StartDate: "2030-01-02 12:00", EndDate: "2030-01-03 12:00",
-			Reservations: []map[string]any{leasestest.HostReservation(1, 1, "", "")}})
+		return svc.Create(ctx, owner, leases.CreateRequest{Name: leasestest.Str(name), StartDate: leasestest.Str("2030-01-02 12:00"), EndDate: leasestest.Str("2030-01-03 12:00"), Reservations: leasestest.Res(leasestest.HostReservation(1, 1, "", ""))})
 	}
 	for _, tc := range []struct{ name, msg string }{
 		{"deny", "Project p1 has no hours left"},
@@ -96,10 +95,10 @@ func TestExternalServiceFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Update(ctx, owner, v.ID, leases.UpdateRequest{"end_date": "2030-01-03 13:00"}); err != nil {
+	if _, err := svc.Update(ctx, owner, v.ID, leasestest.Upd(map[string]any{"end_date": "2030-01-03 13:00"})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Update(ctx, owner, v.ID, leases.UpdateRequest{"name": "deny", "end_date": "2030-01-03 14:00"}); status(err) != 400 || err.Error() != "Project p1 has no hours left" {
+	if _, err := svc.Update(ctx, owner, v.ID, leasestest.Upd(map[string]any{"name": "deny", "end_date": "2030-01-03 14:00"})); status(err) != 400 || err.Error() != "Project p1 has no hours left" {
 		t.Errorf("update denied: %v", err)
 	}
 	clock.Set(time.Date(2030, 1, 2, 13, 0, 0, 0, time.UTC))

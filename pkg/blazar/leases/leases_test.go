@@ -3,7 +3,6 @@ package leases_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,7 +13,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
-	"github.com/leasehold/leasehold/plugins"
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/plugins/floatingip"
 )
 
@@ -35,19 +34,22 @@ func setup(t *testing.T, nHosts int, caps func(int) map[string]string, o leasest
 
 func create(t testing.TB, svc *leases.Service, c leases.Caller, name, start, end string, res ...map[string]any) *leases.View {
 	t.Helper()
-	v, err := svc.Create(context.Background(), c, leases.CreateRequest{Name: name, StartDate: start, EndDate: end, Reservations: res})
+	v, err := svc.Create(context.Background(), c, leases.CreateRequest{Name: leasestest.Str(name), StartDate: leasestest.Str(start), EndDate: leasestest.Str(end), Reservations: leasestest.Res(res...)})
 	if err != nil {
 		t.Fatalf("create %s: %v", name, err)
 	}
 	return v
 }
 
+// status is the HTTP status the Blazar API gives err's kind (0: not an
+// API error).
 func status(err error) int {
-	var pe *plugins.Error
-	if errors.As(err, &pe) {
-		return pe.Status
+	e := errs.As(err)
+	if e == nil {
+		return 0
 	}
-	return 0
+	return map[errs.Kind]int{errs.BadRequest: 400, errs.Forbidden: 403, errs.NotFound: 404,
+		errs.Conflict: 409, errs.NotEnoughResources: 409}[e.Kind]
 }
 
 func hostsOf(t *testing.T, svc *leases.Service, leaseID string) []string {
@@ -78,7 +80,8 @@ func TestCreateShape(t *testing.T) {
 	if v.StartDate != "2030-01-02T12:00:00.000000" || v.EndDate != "2030-01-03T12:00:00.000000" {
 		t.Errorf("dates %s %s", v.StartDate, v.EndDate)
 	}
-	if v.CreatedAt != "2030-01-01 10:00:30" || v.UpdatedAt != nil || v.Status != "PENDING" {
+	// Upstream stamps updated_at when it sets the new lease PENDING.
+	if v.CreatedAt != "2030-01-01 10:00:30" || v.UpdatedAt == nil || *v.UpdatedAt != v.CreatedAt || v.Status != "PENDING" {
 		t.Errorf("created_at %q updated_at %v status %s", v.CreatedAt, v.UpdatedAt, v.Status)
 	}
 	if len(v.Reservations) != 1 {
@@ -96,7 +99,8 @@ func TestCreateShape(t *testing.T) {
 	for _, e := range v.Events {
 		types = append(types, e.EventType+"@"+e.Time+"/"+e.Status)
 	}
-	wantEv := []string{"start_lease@2030-01-02T12:00:00.000000/UNDONE", "before_end_lease@2030-01-03T11:00:00.000000/UNDONE", "end_lease@2030-01-03T12:00:00.000000/UNDONE"}
+	// In the order upstream creates and lists them.
+	wantEv := []string{"start_lease@2030-01-02T12:00:00.000000/UNDONE", "end_lease@2030-01-03T12:00:00.000000/UNDONE", "before_end_lease@2030-01-03T11:00:00.000000/UNDONE"}
 	if diff := cmp.Diff(wantEv, types); diff != "" {
 		t.Errorf("events (-want +got): %s", diff)
 	}
@@ -124,25 +128,25 @@ func TestCreateErrors(t *testing.T) {
 		wantStatus int
 		wantMsg    string
 	}{
-		{"no name", leases.CreateRequest{StartDate: "now", EndDate: "2030-01-02 10:00"}, 400, "Missing parameter name"},
-		{"no end", leases.CreateRequest{Name: "x", StartDate: "now"}, 400, "Missing parameter end_date"},
-		{"bad date", leases.CreateRequest{Name: "x", StartDate: "2030-02-30 12:00", EndDate: "2030-03-02 12:00"}, 400, "2030-02-30 12:00 is an invalid date. Required format: %Y-%m-%d %H:%M"},
-		{"past", leases.CreateRequest{Name: "x", StartDate: "2001-01-01 12:00", EndDate: "2001-01-02 12:00"}, 400, "Start date must be later than current date"},
-		{"end before start", leases.CreateRequest{Name: "x", StartDate: "2030-01-05 12:00", EndDate: "2030-01-04 12:00"}, 400, "End date must be later than start date."},
-		{"end equals start", leases.CreateRequest{Name: "x", StartDate: "2030-01-05 12:00", EndDate: "2030-01-05 12:00"}, 400, "End date must be later than start date."},
-		{"long name", leases.CreateRequest{Name: strings.Repeat("n", 81), StartDate: "now", EndDate: "2030-01-05 12:00"}, 400, "Lease name is too long"},
-		{"no resource_type", leases.CreateRequest{Name: "x", StartDate: "now", EndDate: "2030-01-05 12:00", Reservations: []map[string]any{{"min": 1}}}, 400, "Missing parameter resource_type"},
-		{"unknown type", leases.CreateRequest{Name: "x", StartDate: "now", EndDate: "2030-01-05 12:00", Reservations: []map[string]any{{"resource_type": "virtual:bogus"}}}, 400, "Unsupported resource type virtual:bogus"},
-		{"no min", leases.CreateRequest{Name: "x", StartDate: "now", EndDate: "2030-01-05 12:00", Reservations: []map[string]any{host("min", nil)}}, 400, "Missing parameter min"},
-		{"blank min", leases.CreateRequest{Name: "x", StartDate: "now", EndDate: "2030-01-05 12:00", Reservations: []map[string]any{host("min", "")}}, 400, "Malformed parameter min"},
-		{"zero max", leases.CreateRequest{Name: "x", StartDate: "now", EndDate: "2030-01-05 12:00", Reservations: []map[string]any{host("max", 0)}}, 400, "min and max must be at least 1"},
-		{"max < min", leases.CreateRequest{Name: "x", StartDate: "now", EndDate: "2030-01-05 12:00", Reservations: []map[string]any{host("min", 2, "max", 1)}}, 400, "Max must be equal to or larger than min"},
-		{"no hyper props", leases.CreateRequest{Name: "x", StartDate: "now", EndDate: "2030-01-05 12:00", Reservations: []map[string]any{host("hypervisor_properties", nil)}}, 400, "Missing parameter hypervisor_properties"},
-		{"bad props", leases.CreateRequest{Name: "x", StartDate: "now", EndDate: "2030-01-05 12:00", Reservations: []map[string]any{host("resource_properties", `["==", "$gpu"]`)}}, 400, "Malformed requirements"},
-		{"bad before_end", leases.CreateRequest{Name: "x", StartDate: "now", EndDate: "2030-01-05 12:00", Reservations: []map[string]any{host("before_end", "reboot")}}, 400, "Invalid before_end"},
-		{"too many hosts", leases.CreateRequest{Name: "x", StartDate: "now", EndDate: "2030-01-05 12:00", Reservations: []map[string]any{host("min", 5, "max", 5)}}, 409, "Not enough hosts available: 2 hosts match the properties, 2 are free in the window, 5 needed"},
-		{"before_end outside", leases.CreateRequest{Name: "x", StartDate: "2030-01-02 12:00", EndDate: "2030-01-03 12:00", BeforeEndDate: "2030-01-04 12:00"}, 403, "Datetime is out of lease limits"},
-		{"before_end bad", leases.CreateRequest{Name: "x", StartDate: "2030-01-02 12:00", EndDate: "2030-01-03 12:00", BeforeEndDate: "soon"}, 400, "soon is an invalid date"},
+		{"no name", leases.CreateRequest{StartDate: leasestest.Str("now"), EndDate: leasestest.Str("2030-01-02 10:00")}, 400, "Missing parameter name"},
+		{"no end", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("now")}, 400, "Missing parameter end_date"},
+		{"bad date", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("2030-02-30 12:00"), EndDate: leasestest.Str("2030-03-02 12:00")}, 400, "2030-02-30 12:00 is an invalid date. Required format: %Y-%m-%d %H:%M"},
+		{"past", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("2001-01-01 12:00"), EndDate: leasestest.Str("2001-01-02 12:00")}, 400, "Start date must be later than current date"},
+		{"end before start", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("2030-01-05 12:00"), EndDate: leasestest.Str("2030-01-04 12:00")}, 400, "End date must be later than start date."},
+		{"end equals start", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("2030-01-05 12:00"), EndDate: leasestest.Str("2030-01-05 12:00")}, 400, "End date must be later than start date."},
+		{"long name", leases.CreateRequest{Name: leasestest.Str(strings.Repeat("n", 81)), StartDate: leasestest.Str("now"), EndDate: leasestest.Str("2030-01-05 12:00")}, 400, "Lease name is too long"},
+		{"no resource_type", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("now"), EndDate: leasestest.Str("2030-01-05 12:00"), Reservations: leasestest.Res(map[string]any{"min": 1})}, 400, "Missing parameter resource_type"},
+		{"unknown type", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("now"), EndDate: leasestest.Str("2030-01-05 12:00"), Reservations: leasestest.Res(map[string]any{"resource_type": "virtual:bogus"})}, 400, "Unsupported resource type virtual:bogus"},
+		{"no min", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("now"), EndDate: leasestest.Str("2030-01-05 12:00"), Reservations: leasestest.Res(host("min", nil))}, 400, "Missing parameter min"},
+		{"blank min", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("now"), EndDate: leasestest.Str("2030-01-05 12:00"), Reservations: leasestest.Res(host("min", ""))}, 400, "Malformed parameter min"},
+		{"zero max", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("now"), EndDate: leasestest.Str("2030-01-05 12:00"), Reservations: leasestest.Res(host("max", 0))}, 400, "min and max must be at least 1"},
+		{"max < min", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("now"), EndDate: leasestest.Str("2030-01-05 12:00"), Reservations: leasestest.Res(host("min", 2, "max", 1))}, 400, "Max must be equal to or larger than min"},
+		{"no hyper props", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("now"), EndDate: leasestest.Str("2030-01-05 12:00"), Reservations: leasestest.Res(host("hypervisor_properties", nil))}, 400, "Missing parameter hypervisor_properties"},
+		{"bad props", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("now"), EndDate: leasestest.Str("2030-01-05 12:00"), Reservations: leasestest.Res(host("resource_properties", `["==", "$gpu"]`))}, 400, "Malformed requirements"},
+		{"bad before_end", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("now"), EndDate: leasestest.Str("2030-01-05 12:00"), Reservations: leasestest.Res(host("before_end", "reboot"))}, 400, "Invalid before_end"},
+		{"too many hosts", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("now"), EndDate: leasestest.Str("2030-01-05 12:00"), Reservations: leasestest.Res(host("min", 5, "max", 5))}, 409, "Not enough hosts available: 2 hosts match the properties, 2 are free in the window, 5 needed"},
+		{"before_end outside", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("2030-01-02 12:00"), EndDate: leasestest.Str("2030-01-03 12:00"), BeforeEndDate: leasestest.Str("2030-01-04 12:00")}, 403, "Datetime is out of lease limits"},
+		{"before_end bad", leases.CreateRequest{Name: leasestest.Str("x"), StartDate: leasestest.Str("2030-01-02 12:00"), EndDate: leasestest.Str("2030-01-03 12:00"), BeforeEndDate: leasestest.Str("soon")}, 400, "soon is an invalid date"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := svc.Create(context.Background(), owner, tc.req)
@@ -170,7 +174,7 @@ func TestOwnershipAndNotFound(t *testing.T) {
 	if _, err := svc.Get(ctx, other, v.ID); status(err) != http.StatusForbidden {
 		t.Errorf("Get by another project = %v, want 403", err)
 	}
-	if _, err := svc.Update(ctx, other, v.ID, leases.UpdateRequest{"name": "x"}); status(err) != http.StatusForbidden {
+	if _, err := svc.Update(ctx, other, v.ID, leasestest.Upd(map[string]any{"name": "x"})); status(err) != http.StatusForbidden {
 		t.Errorf("Update by another project = %v, want 403", err)
 	}
 	if err := svc.Delete(ctx, other, v.ID); status(err) != http.StatusForbidden {
@@ -187,7 +191,7 @@ func TestOwnershipAndNotFound(t *testing.T) {
 	if _, err := svc.Get(ctx, owner, missing); status(err) != 404 || err.Error() != want {
 		t.Errorf("Get unknown = %v", err)
 	}
-	if _, err := svc.Update(ctx, owner, missing, leases.UpdateRequest{"name": "x"}); status(err) != 404 {
+	if _, err := svc.Update(ctx, owner, missing, leasestest.Upd(map[string]any{"name": "x"})); status(err) != 404 {
 		t.Errorf("Update unknown = %v", err)
 	}
 	if err := svc.Delete(ctx, owner, missing); status(err) != 404 {
@@ -202,11 +206,11 @@ func TestUpdateDates(t *testing.T) {
 	b := create(t, svc, owner, "b", "2030-01-04 12:00", "2030-01-05 12:00", leasestest.HostReservation(1, 1, "", ""))
 
 	// Extending a into b's window: only one host stays free, min is 2.
-	if _, err := svc.Update(ctx, owner, a.ID, leases.UpdateRequest{"end_date": "2030-01-04 13:00"}); status(err) != 409 {
+	if _, err := svc.Update(ctx, owner, a.ID, leasestest.Upd(map[string]any{"end_date": "2030-01-04 13:00"})); status(err) != 409 {
 		t.Fatalf("extend over b = %v, want 409", err)
 	}
 	// Prolong up to b's start (back-to-back) is fine.
-	v, err := svc.Update(ctx, owner, a.ID, leases.UpdateRequest{"end_date": "2030-01-04 12:00"})
+	v, err := svc.Update(ctx, owner, a.ID, leasestest.Upd(map[string]any{"end_date": "2030-01-04 12:00"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,15 +226,15 @@ func TestUpdateDates(t *testing.T) {
 		}
 	}
 	// Defer b by an hour, advance by 30 minutes: moves start and events.
-	if _, err := svc.Update(ctx, owner, b.ID, leases.UpdateRequest{"start_date": "2030-01-04 13:00"}); err != nil {
+	if _, err := svc.Update(ctx, owner, b.ID, leasestest.Upd(map[string]any{"start_date": "2030-01-04 13:00"})); err != nil {
 		t.Fatal(err)
 	}
-	v, err = svc.Update(ctx, owner, b.ID, leases.UpdateRequest{"start_date": "2030-01-04 12:30"})
+	v, err = svc.Update(ctx, owner, b.ID, leasestest.Upd(map[string]any{"start_date": "2030-01-04 12:30"}))
 	if err != nil || v.StartDate != "2030-01-04T12:30:00.000000" {
 		t.Fatalf("advance: %v %v", v, err)
 	}
 	// min/max change: b grows to 2 hosts.
-	v, err = svc.Update(ctx, owner, b.ID, leases.UpdateRequest{"reservations": []any{map[string]any{"id": b.Reservations[0]["id"], "max": 2}}})
+	v, err = svc.Update(ctx, owner, b.ID, leasestest.Upd(map[string]any{"reservations": []any{map[string]any{"id": b.Reservations[0]["id"], "max": 2}}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,15 +247,13 @@ func TestUpdateDates(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"unknown key", leases.UpdateRequest{"project_id": "p9"}, 400, "Unsupported parameter(s) for a lease update: project_id"},
-		{"past start", leases.UpdateRequest{"start_date": "2029-01-01 00:00"}, 400, "Start date must be later than current date"},
-		{"end before start", leases.UpdateRequest{"end_date": "2030-01-04 11:00"}, 400, "End date must be later than current and start date"},
-		{"bad date", leases.UpdateRequest{"end_date": "tomorrow"}, 400, "tomorrow is an invalid date"},
-		{"res without id", leases.UpdateRequest{"reservations": []any{map[string]any{"max": 1}}}, 400, "Missing parameter reservation ID"},
-		{"res unknown id", leases.UpdateRequest{"reservations": []any{map[string]any{"id": "nope", "max": 1}}}, 400, "Please enter valid reservation IDs. Invalid reservation IDs are: nope"},
-		{"res type change", leases.UpdateRequest{"reservations": []any{map[string]any{"id": b.Reservations[0]["id"], "resource_type": "virtual:floatingip"}}}, 409, "Cannot change the resource type"},
-		{"res bad max", leases.UpdateRequest{"reservations": []any{map[string]any{"id": b.Reservations[0]["id"], "max": "many"}}}, 400, "Malformed parameter max"},
-		{"before_end outside", leases.UpdateRequest{"before_end_date": "2031-01-01 00:00"}, 403, "Datetime is out of lease limits"},
+		{"past start", leasestest.Upd(map[string]any{"start_date": "2029-01-01 00:00"}), 400, "Start date must be later than current date"},
+		{"end before start", leasestest.Upd(map[string]any{"end_date": "2030-01-04 11:00"}), 400, "End date must be later than current and start date"},
+		{"bad date", leasestest.Upd(map[string]any{"end_date": "tomorrow"}), 400, "tomorrow is an invalid date"},
+		{"res unknown id", leasestest.Upd(map[string]any{"reservations": []any{map[string]any{"id": "nope", "max": 1}}}), 400, "Please enter valid reservation IDs. Invalid reservation IDs are: nope"},
+		{"res type change", leasestest.Upd(map[string]any{"reservations": []any{map[string]any{"id": b.Reservations[0]["id"], "resource_type": "virtual:floatingip"}}}), 409, "Cannot change the resource type"},
+		{"res bad max", leasestest.Upd(map[string]any{"reservations": []any{map[string]any{"id": b.Reservations[0]["id"], "max": "many"}}}), 400, "Malformed parameter max"},
+		{"before_end outside", leasestest.Upd(map[string]any{"before_end_date": "2031-01-01 00:00"}), 403, "Datetime is out of lease limits"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := svc.Update(ctx, owner, b.ID, tc.req)
@@ -261,7 +263,7 @@ func TestUpdateDates(t *testing.T) {
 		})
 	}
 	// Rename works, an empty body returns the lease.
-	if v, err := svc.Update(ctx, owner, b.ID, leases.UpdateRequest{"name": "b2"}); err != nil || v.Name != "b2" || v.UpdatedAt == nil {
+	if v, err := svc.Update(ctx, owner, b.ID, leasestest.Upd(map[string]any{"name": "b2"})); err != nil || v.Name != "b2" || v.UpdatedAt == nil {
 		t.Fatalf("rename: %v %v", v, err)
 	}
 	if v, err := svc.Update(ctx, owner, b.ID, leases.UpdateRequest{}); err != nil || v.Name != "b2" {
@@ -275,22 +277,22 @@ func TestUpdateStartedLease(t *testing.T) {
 	ctx := context.Background()
 	a := create(t, svc, owner, "a", "now", "2030-01-01 20:00", leasestest.HostReservation(1, 1, "", ""))
 	clock.Add(time.Hour)
-	if _, err := svc.Update(ctx, owner, a.ID, leases.UpdateRequest{"start_date": "2030-01-01 12:00"}); status(err) != 400 ||
+	if _, err := svc.Update(ctx, owner, a.ID, leasestest.Upd(map[string]any{"start_date": "2030-01-01 12:00"})); status(err) != 400 ||
 		err.Error() != "Cannot modify the start date of already started leases" {
 		t.Fatalf("move start of started lease: %v", err)
 	}
-	if _, err := svc.Update(ctx, owner, a.ID, leases.UpdateRequest{"end_date": "2030-01-01 10:30"}); status(err) != 400 {
+	if _, err := svc.Update(ctx, owner, a.ID, leasestest.Upd(map[string]any{"end_date": "2030-01-01 10:30"})); status(err) != 400 {
 		t.Fatalf("end in the past: %v", err)
 	}
-	if _, err := svc.Update(ctx, owner, a.ID, leases.UpdateRequest{"end_date": "2030-01-01 21:00"}); err != nil {
+	if _, err := svc.Update(ctx, owner, a.ID, leasestest.Upd(map[string]any{"end_date": "2030-01-01 21:00"})); err != nil {
 		t.Fatalf("prolong started lease: %v", err)
 	}
 	clock.Set(time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC))
-	if _, err := svc.Update(ctx, owner, a.ID, leases.UpdateRequest{"end_date": "2030-01-03 21:00"}); status(err) != 400 ||
+	if _, err := svc.Update(ctx, owner, a.ID, leasestest.Upd(map[string]any{"end_date": "2030-01-03 21:00"})); status(err) != 400 ||
 		err.Error() != "Terminated leases can only be renamed" {
 		t.Fatalf("update of an ended lease: %v", err)
 	}
-	if _, err := svc.Update(ctx, owner, a.ID, leases.UpdateRequest{"name": "renamed"}); err != nil {
+	if _, err := svc.Update(ctx, owner, a.ID, leasestest.Upd(map[string]any{"name": "renamed"})); err != nil {
 		t.Fatalf("rename of an ended lease: %v", err)
 	}
 }
@@ -299,8 +301,7 @@ func TestDeleteRemovesEverything(t *testing.T) {
 	svc, _ := setup(t, 1, nil, leasestest.Options{})
 	ctx := context.Background()
 	a := create(t, svc, owner, "a", "2030-01-02 12:00", "2030-01-03 12:00", leasestest.HostReservation(1, 1, "", ""))
-	if _, err := svc.Create(ctx, owner, leases.CreateRequest{Name: "b", StartDate: "2030-01-02 18:00", EndDate: "2030-01-02 20:00",
-		Reservations: []map[string]any{leasestest.HostReservation(1, 1, "", "")}}); status(err) != 409 {
+	if _, err := svc.Create(ctx, owner, leases.CreateRequest{Name: leasestest.Str("b"), StartDate: leasestest.Str("2030-01-02 18:00"), EndDate: leasestest.Str("2030-01-02 20:00"), Reservations: leasestest.Res(leasestest.HostReservation(1, 1, "", ""))}); status(err) != 409 {
 		t.Fatalf("overlapping lease on the only host: %v, want 409", err)
 	}
 	if err := svc.Delete(ctx, owner, a.ID); err != nil {
@@ -343,7 +344,7 @@ func TestFloatingIPReservation(t *testing.T) {
 		{fip(1, "192.0.2.10", "192.0.2.11"), 400, "exceeds the amount"},
 		{map[string]any{"resource_type": "virtual:floatingip", "amount": 1}, 400, "Missing parameter network_id"},
 	} {
-		_, err := svc.Create(ctx, owner, leases.CreateRequest{Name: "b", StartDate: "2030-01-02 18:00", EndDate: "2030-01-02 20:00", Reservations: []map[string]any{tc.res}})
+		_, err := svc.Create(ctx, owner, leases.CreateRequest{Name: leasestest.Str("b"), StartDate: leasestest.Str("2030-01-02 18:00"), EndDate: leasestest.Str("2030-01-02 20:00"), Reservations: leasestest.Res(tc.res)})
 		if status(err) != tc.code || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("create %v = %v, want %d %q", tc.res, err, tc.code, tc.msg)
 		}
@@ -373,15 +374,36 @@ func TestTwoHostReservations(t *testing.T) {
 	if diff := cmp.Diff([]string{"1", "2", "3"}, hosts); diff != "" {
 		t.Errorf("booked hosts (-want +got):\n%s", diff)
 	}
-	_, err := svc.Create(context.Background(), owner, leases.CreateRequest{
-		Name: "too many", StartDate: "2030-02-01 00:00", EndDate: "2030-02-02 00:00",
-		Reservations: []map[string]any{leasestest.HostReservation(2, 2, "", ""), leasestest.HostReservation(2, 2, "", "")},
-	})
+	_, err := svc.Create(context.Background(), owner, leases.CreateRequest{Name: leasestest.Str("too many"), StartDate: leasestest.Str("2030-02-01 00:00"), EndDate: leasestest.Str("2030-02-02 00:00"), Reservations: leasestest.Res(leasestest.HostReservation(2, 2, "", ""), leasestest.HostReservation(2, 2, "", ""))})
 	if status(err) != http.StatusConflict {
 		t.Fatalf("create needing 4 of 3 hosts: err %v (status %d), want 409", err, status(err))
 	}
 	var n int64
 	if err := svc.DB().Raw("SELECT COUNT(*) FROM leases").Scan(&n).Error; err != nil || n != 1 {
 		t.Fatalf("%d leases (err %v), want 1: the refused lease left rows", n, err)
+	}
+}
+
+// TestStampsRoundTrip: created_at/updated_at keep their microseconds in
+// the database (DATETIME(6) on MySQL), so a lease reads back exactly as
+// its create answered, on every dialect.
+func TestStampsRoundTrip(t *testing.T) {
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			d := dbtest.OpenDialect(t, dialect)
+			clock := leasestest.NewClock(t0.Add(123456789 * time.Nanosecond))
+			svc, _ := leasestest.New(d, leasestest.NewHosts(1, nil), clock, leasestest.Options{})
+			v := create(t, svc, owner, "a", "2030-01-02 12:00", "2030-01-03 12:00", leasestest.HostReservation(1, 1, "", ""))
+			if v.CreatedAt != "2030-01-01 10:00:30.123456" {
+				t.Errorf("created_at %q", v.CreatedAt)
+			}
+			got, err := svc.Get(context.Background(), owner, v.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(v, got); diff != "" {
+				t.Errorf("read back (-create +get): %s", diff)
+			}
+		})
 	}
 }

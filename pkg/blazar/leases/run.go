@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/plugins"
 )
 
@@ -30,107 +31,10 @@ var ErrClaimLost = errors.New("event claim lost")
 // recorded (event ERROR, reservations error, lease ERROR) in a second one.
 func (s *Service) RunEvent(ctx context.Context, ev models.Event, claimant string) error {
 	var onEnd *LeaseValues
-	err := s.tx(ctx, func(tx *plugins.Tx) error {
-		onEnd = nil
-		l, err := lockLease(ctx, tx, ev.LeaseID)
-		if err != nil {
-			var pe *plugins.Error
-			if errors.As(err, &pe) && pe.Status == 404 {
-				return nil // deleted meanwhile; its events went with it
-			}
-			return err
-		}
-		if !IsStable(l.Status) {
-			return ErrLeaseBusy
-		}
-		var ress []models.Reservation
-		if err := tx.WithContext(ctx).Where("lease_id = ?", l.ID).Order("created_at, id").Find(&ress).Error; err != nil {
-			return err
-		}
-		pl := pluginLease(l, true)
-		now := tx.Now.Truncate(time.Second)
-		setRes := func(r *models.Reservation, st string) error {
-			if !ReservationCanTransition(r.Status, st) {
-				return nil
-			}
-			r.Status = st
-			return tx.WithContext(ctx).Model(&models.Reservation{}).Where("id = ?", r.ID).
-				Updates(map[string]any{"status": st, "updated_at": now}).Error
-		}
-		switch ev.EventType {
-		case EventStart:
-			if !CanTransition(l.Status, StatusStarting) {
-				return fmt.Errorf("%w: cannot start a lease in status %s", ErrLeaseBusy, l.Status)
-			}
-			for i := range ress {
-				r := &ress[i]
-				if r.Status != ResPending {
-					continue
-				}
-				p, err := s.plugin(r.ResourceType)
-				if err != nil {
-					return err
-				}
-				if err := p.OnStart(ctx, tx, pl, r); err != nil {
-					return fmt.Errorf("start reservation %s: %w", r.ID, err)
-				}
-				if err := setRes(r, ResActive); err != nil {
-					return err
-				}
-			}
-		case EventEnd:
-			if !CanTransition(l.Status, StatusTerminating) {
-				return fmt.Errorf("%w: cannot end a lease in status %s", ErrLeaseBusy, l.Status)
-			}
-			lv := leaseValues(l.ID, l.Name, l.ProjectID, l.UserID, l.StartDate.UTC(), l.EndDate.UTC(), nil)
-			onEnd = &lv
-			for i := range ress {
-				r := &ress[i]
-				if r.Status == ResDeleted {
-					continue
-				}
-				p, err := s.plugin(r.ResourceType)
-				if err != nil {
-					return err
-				}
-				if err := p.OnEnd(ctx, tx, pl, r); err != nil {
-					return fmt.Errorf("end reservation %s: %w", r.ID, err)
-				}
-				if err := setRes(r, ResDeleted); err != nil {
-					return err
-				}
-			}
-		case EventBeforeEnd:
-			for i := range ress {
-				r := &ress[i]
-				if r.Status != ResActive {
-					continue
-				}
-				p, err := s.plugin(r.ResourceType)
-				if err != nil {
-					return err
-				}
-				if err := p.BeforeEnd(ctx, tx, pl, r); err != nil {
-					return fmt.Errorf("before end of reservation %s: %w", r.ID, err)
-				}
-			}
-		default:
-			// Extra events are stored and never run.
-		}
-		if err := markEvent(ctx, tx.DB, ev.ID, claimant, EventDone, now); err != nil {
-			return err
-		}
-		if ev.EventType == EventStart || ev.EventType == EventEnd {
-			st, err := s.derived(ctx, tx.DB, l.ID)
-			if err != nil {
-				return err
-			}
-			if err := tx.WithContext(ctx).Model(&models.Lease{}).Where("id = ?", l.ID).
-				Updates(map[string]any{"status": st, "updated_at": now}).Error; err != nil {
-				return err
-			}
-		}
-		return nil
+	err := s.write(ctx, nil, func(tx *plugins.Tx, _ attempt) error {
+		var err error
+		onEnd, err = s.runEvent(ctx, tx, ev, claimant)
+		return err
 	})
 	if err == nil {
 		if onEnd != nil {
@@ -146,6 +50,86 @@ func (s *Service) RunEvent(ctx context.Context, ev models.Event, claimant string
 		return errors.Join(err, ferr)
 	}
 	return err
+}
+
+// runEvent is one attempt of RunEvent.
+func (s *Service) runEvent(ctx context.Context, tx *plugins.Tx, ev models.Event, claimant string) (*LeaseValues, error) {
+	l, err := lockLease(ctx, tx, ev.LeaseID)
+	if err != nil {
+		if errs.Is(err, errs.NotFound) {
+			return nil, nil // deleted meanwhile; its events went with it
+		}
+		return nil, err
+	}
+	if !IsStable(l.Status) {
+		return nil, ErrLeaseBusy
+	}
+	ress, err := reservations(ctx, tx.DB, l.ID)
+	if err != nil {
+		return nil, err
+	}
+	pl := pluginLease(l, true)
+	now := Stamp(tx.Now)
+	setRes := func(r *models.Reservation, st string) error {
+		if !ReservationCanTransition(r.Status, st) {
+			return nil
+		}
+		r.Status = st
+		return tx.WithContext(ctx).Model(&models.Reservation{}).Where("id = ?", r.ID).
+			Updates(map[string]any{"status": st, "updated_at": now}).Error
+	}
+	is := func(want string) func(string) bool { return func(st string) bool { return st == want } }
+	var onEnd *LeaseValues
+	switch ev.EventType {
+	case EventStart:
+		if !CanTransition(l.Status, StatusStarting) {
+			return nil, fmt.Errorf("%w: cannot start a lease in status %s", ErrLeaseBusy, l.Status)
+		}
+		err = s.eachLive(ress, is(ResPending), func(p plugins.Plugin, r *models.Reservation) error {
+			if err := p.OnStart(ctx, tx, pl, r); err != nil {
+				return fmt.Errorf("start reservation %s: %w", r.ID, err)
+			}
+			return setRes(r, ResActive)
+		})
+	case EventEnd:
+		if !CanTransition(l.Status, StatusTerminating) {
+			return nil, fmt.Errorf("%w: cannot end a lease in status %s", ErrLeaseBusy, l.Status)
+		}
+		lv := leaseValues(l.ID, l.Name, l.ProjectID, l.UserID, l.StartDate.UTC(), l.EndDate.UTC(), nil)
+		onEnd = &lv
+		err = s.eachLive(ress, func(st string) bool { return st != ResDeleted }, func(p plugins.Plugin, r *models.Reservation) error {
+			if err := p.OnEnd(ctx, tx, pl, r); err != nil {
+				return fmt.Errorf("end reservation %s: %w", r.ID, err)
+			}
+			return setRes(r, ResDeleted)
+		})
+	case EventBeforeEnd:
+		err = s.eachLive(ress, is(ResActive), func(p plugins.Plugin, r *models.Reservation) error {
+			if err := p.BeforeEnd(ctx, tx, pl, r); err != nil {
+				return fmt.Errorf("before end of reservation %s: %w", r.ID, err)
+			}
+			return nil
+		})
+	default:
+		// Extra events are stored and never run.
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := markEvent(ctx, tx.DB, ev.ID, claimant, EventDone, now); err != nil {
+		return nil, err
+	}
+	if ev.EventType == EventStart || ev.EventType == EventEnd {
+		st, err := s.derived(ctx, tx.DB, l.ID)
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.WithContext(ctx).Model(&models.Lease{}).Where("id = ?", l.ID).
+			Updates(map[string]any{"status": st, "updated_at": now}).Error; err != nil {
+			return nil, err
+		}
+	}
+	return onEnd, nil
 }
 
 // markEvent sets the status of a claimed event, only while claimant still
@@ -166,8 +150,8 @@ func markEvent(ctx context.Context, g *gorm.DB, id, claimant, status string, now
 // recordFailure marks a failed event ERROR; a failed start or end also
 // puts the lease's live reservations and the lease in error.
 func (s *Service) recordFailure(ctx context.Context, ev models.Event, claimant string) error {
-	return s.tx(ctx, func(tx *plugins.Tx) error {
-		now := tx.Now.Truncate(time.Second)
+	return s.write(ctx, nil, func(tx *plugins.Tx, _ attempt) error {
+		now := Stamp(tx.Now)
 		if err := markEvent(ctx, tx.DB, ev.ID, claimant, EventError, now); err != nil {
 			return err
 		}

@@ -93,7 +93,7 @@ func (s *Service) views(ctx context.Context, g *gorm.DB, ls []models.Lease) ([]*
 		}
 		ress = append(ress, r...)
 		var e []models.Event
-		if err := g.WithContext(ctx).Where("lease_id IN ?", chunk).Order("time, created_at, id").Find(&e).Error; err != nil {
+		if err := g.WithContext(ctx).Where("lease_id IN ?", chunk).Order("created_at, id").Find(&e).Error; err != nil {
 			return nil, err
 		}
 		evs = append(evs, e...)
@@ -104,7 +104,7 @@ func (s *Service) views(ctx context.Context, g *gorm.DB, ls []models.Lease) ([]*
 	}
 	extra := map[string]map[string]any{}
 	for rt, rs := range byType {
-		p, ok := s.plugins[rt]
+		p, ok := s.plugins.Lookup(rt)
 		if !ok {
 			continue
 		}
@@ -157,16 +157,27 @@ func eventView(e *models.Event) EventView {
 	}
 }
 
-var eventRank = map[string]int{EventStart: 0, EventBeforeEnd: 1, EventEnd: 2}
+// eventRank orders a lease's events as upstream lists them: in the order
+// they were created, start_lease, end_lease, before_end_lease, then the
+// extra ones.
+var eventRank = map[string]int{EventStart: 0, EventEnd: 1, EventBeforeEnd: 2}
 
-// sortEvents orders events by time, then start, before-end, end, then id.
+func rank(typ string) int {
+	if r, ok := eventRank[typ]; ok {
+		return r
+	}
+	return len(eventRank)
+}
+
+// sortEvents orders events by creation, then start, end, before-end,
+// extra, then id.
 func sortEvents(evs []models.Event) {
 	sort.SliceStable(evs, func(i, j int) bool {
 		a, b := &evs[i], &evs[j]
-		if !a.Time.Equal(b.Time) {
-			return a.Time.Before(b.Time)
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.Before(b.CreatedAt)
 		}
-		if ra, rb := eventRank[a.EventType], eventRank[b.EventType]; ra != rb {
+		if ra, rb := rank(a.EventType), rank(b.EventType); ra != rb {
 			return ra < rb
 		}
 		return a.ID < b.ID

@@ -6,9 +6,11 @@ package leasestest
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/plugins"
@@ -47,17 +49,20 @@ func (c *Clock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
 // properties (property privacy).
 type Hosts struct {
 	mu      sync.Mutex
-	hosts   []hostplugin.Host
+	hosts   []hosts.Host
 	Private map[string]bool
 }
 
-// PrivateProperties implements hostplugin.PrivacySource.
-func (h *Hosts) PrivateProperties(context.Context) (map[string]bool, error) {
+// Properties implements hostplugin.Source: the private ones are named in
+// Private.
+func (h *Hosts) Properties(_ context.Context, includePrivate bool) ([]hosts.Property, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := map[string]bool{}
+	var out []hosts.Property
 	for k, v := range h.Private {
-		out[k] = v
+		if v || !includePrivate {
+			out = append(out, hosts.Property{Name: k, Private: v})
+		}
 	}
 	return out, nil
 }
@@ -111,19 +116,28 @@ func NewHosts(n int, caps func(i int) map[string]string) *Hosts {
 }
 
 func (h *Hosts) add(i int, caps map[string]string) {
-	vals := map[string]string{"id": fmt.Sprint(i), "hypervisor_hostname": fmt.Sprintf("compute-%d", i), "vcpus": "8"}
+	hh := hosts.Host{ID: fmt.Sprint(i), HypervisorHostname: fmt.Sprintf("compute-%d", i), VCPUs: 8,
+		Reservable: true, ExtraCapabilities: map[string]string{}}
 	for k, v := range caps {
-		vals[k] = v
+		switch k {
+		case "hypervisor_hostname":
+			hh.HypervisorHostname = v
+		case "service_name":
+			hh.ServiceName = v
+		case "vcpus":
+			hh.VCPUs, _ = strconv.ParseInt(v, 10, 64)
+		case "memory_mb":
+			hh.MemoryMB, _ = strconv.ParseInt(v, 10, 64)
+		default:
+			hh.ExtraCapabilities[k] = v
+		}
 	}
-	h.hosts = append(h.hosts, hostplugin.Host{
-		ID: fmt.Sprint(i), Name: vals["hypervisor_hostname"],
-		Lookup: func(k string) (string, bool) { v, ok := vals[k]; return v, ok },
-	})
+	h.hosts = append(h.hosts, hh)
 }
 
 // Reservable implements hostplugin.Source; the same slice is returned
 // while nothing changed.
-func (h *Hosts) Reservable(context.Context) ([]hostplugin.Host, error) {
+func (h *Hosts) Reservable(context.Context) ([]hosts.Host, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.hosts, nil
@@ -132,8 +146,14 @@ func (h *Hosts) Reservable(context.Context) ([]hostplugin.Host, error) {
 // FIPs is a fake floating-IP pool.
 type FIPs struct{ List []floatingip.FIP }
 
-// FloatingIPs implements floatingip.Source.
-func (f *FIPs) FloatingIPs(context.Context) ([]floatingip.FIP, error) { return f.List, nil }
+// ListFloatingIPs implements floatingip.Source.
+func (f *FIPs) ListFloatingIPs(context.Context) ([]hosts.FloatingIP, error) {
+	out := make([]hosts.FloatingIP, len(f.List))
+	for i, x := range f.List {
+		out[i] = hosts.FloatingIP{ID: x.ID, FloatingNetworkID: x.NetworkID, FloatingIPAddress: x.Address, Reservable: x.Reservable}
+	}
+	return out, nil
+}
 
 // Options tune New.
 type Options struct {
@@ -143,19 +163,69 @@ type Options struct {
 	FIPs                  *FIPs
 	Actions               hostplugin.Actions
 	DefaultBeforeEnd      string
+	// EventsChanged is the lease service's wake-up of the event manager.
+	EventsChanged func()
 }
 
 // New returns a lease service with the host plugin (and the floating-IP
 // plugin when o.FIPs is set) on d.
-func New(d *db.DB, hosts hostplugin.Source, clock *Clock, o Options) (*leases.Service, *hostplugin.Plugin) {
-	hp := hostplugin.New(hosts, d.DB, o.Actions, hostplugin.Config{Cleaning: o.Cleaning, DefaultBeforeEnd: o.DefaultBeforeEnd}, clock.Now)
+func New(d *db.DB, src hostplugin.Source, clock *Clock, o Options) (*leases.Service, *hostplugin.Plugin) {
+	hp := hostplugin.New(src, d.DB, o.Actions, hostplugin.Config{Cleaning: o.Cleaning, DefaultBeforeEnd: o.DefaultBeforeEnd}, clock.Now)
 	ps := []plugins.Plugin{hp}
 	if o.FIPs != nil {
 		ps = append(ps, floatingip.New(o.FIPs))
 	}
-	svc := leases.New(d, ps, leases.Config{MinutesBeforeEndLease: o.MinutesBeforeEndLease, Filters: o.Filters}, clock.Now)
+	reg, err := plugins.NewRegistry(ps...)
+	if err != nil {
+		panic(err) // one plugin per type above
+	}
+	svc := leases.New(d, reg, leases.Config{MinutesBeforeEndLease: o.MinutesBeforeEndLease, Filters: o.Filters}, clock.Now, o.EventsChanged)
 	return svc, hp
 }
+
+// Request is a create request for a lease with reservations given as
+// JSON-like objects (each with its resource_type).
+func Request(name, start, end string, res ...map[string]any) leases.CreateRequest {
+	req := leases.CreateRequest{Name: &name, StartDate: &start, EndDate: &end}
+	for _, r := range res {
+		req.Reservations = append(req.Reservations, Reservation(r))
+	}
+	return req
+}
+
+// Reservation is a reservation request from a JSON-like object.
+func Reservation(m map[string]any) leases.ReservationRequest {
+	rr := leases.ReservationRequest{Values: plugins.Values{}}
+	if rt, ok := m["resource_type"].(string); ok {
+		rr.ResourceType = &rt
+	}
+	for k, v := range m {
+		if k != "resource_type" {
+			rr.Values[k] = v
+		}
+	}
+	return rr
+}
+
+// Update is an update request that changes reservations given as
+// JSON-like objects (each with its id).
+func Update(res ...map[string]any) leases.UpdateRequest {
+	var req leases.UpdateRequest
+	for _, m := range res {
+		id, _ := m["id"].(string)
+		vals := plugins.Values{}
+		for k, v := range m {
+			if k != "id" {
+				vals[k] = v
+			}
+		}
+		req.Reservations = append(req.Reservations, leases.ReservationUpdate{ID: id, Values: vals})
+	}
+	return req
+}
+
+// Str returns a pointer to s (optional request fields).
+func Str(s string) *string { return &s }
 
 // HostReservation is a physical:host reservation request.
 func HostReservation(min, max int, hyper, resource string) map[string]any {
@@ -183,4 +253,35 @@ func Overlaps(ctx context.Context, d *db.DB) ([]string, error) {
 		out = append(out, fmt.Sprintf("host %s: reservations %s and %s overlap", r.ComputeHostID, r.A, r.B))
 	}
 	return out, nil
+}
+
+// Res is the reservations of a create request, from JSON-like objects.
+func Res(ms ...map[string]any) []leases.ReservationRequest {
+	out := make([]leases.ReservationRequest, len(ms))
+	for i, m := range ms {
+		out[i] = Reservation(m)
+	}
+	return out
+}
+
+// Upd is an update request from a JSON-like body with well-typed values
+// (the API's decoding of bad values is tested in handlers/blazar).
+func Upd(body map[string]any) leases.UpdateRequest {
+	var req leases.UpdateRequest
+	for k, dst := range map[string]**string{"name": &req.Name, "start_date": &req.StartDate, "end_date": &req.EndDate, "before_end_date": &req.BeforeEndDate} {
+		if v, ok := body[k].(string); ok {
+			*dst = &v
+		}
+	}
+	if list, ok := body["reservations"].([]any); ok {
+		var ms []map[string]any
+		for _, x := range list {
+			ms = append(ms, x.(map[string]any))
+		}
+		req.Reservations = Update(ms...).Reservations
+		if req.Reservations == nil {
+			req.Reservations = []leases.ReservationUpdate{}
+		}
+	}
+	return req
 }

@@ -1,0 +1,214 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/allocator"
+	"github.com/leasehold/leasehold/plugins"
+)
+
+func (p *Plugin) load(ctx context.Context, tx *plugins.Tx, resID string) (*models.ComputeHostReservation, []string, error) {
+	var hr models.ComputeHostReservation
+	if err := tx.WithContext(ctx).Where("reservation_id = ?", resID).Take(&hr).Error; err != nil {
+		return nil, nil, fmt.Errorf("physical:host reservation %s: %w", resID, err)
+	}
+	var hostIDs []string
+	if err := tx.WithContext(ctx).Model(&models.ComputeHostAllocation{}).
+		Where("reservation_id = ?", resID).Order("compute_host_id").Pluck("compute_host_id", &hostIDs).Error; err != nil {
+		return nil, nil, err
+	}
+	return &hr, hostIDs, nil
+}
+
+// Update implements plugins.Plugin, with upstream's rules: a pure
+// shortening keeps every host; otherwise a host is kept while it still
+// matches and is free over the new window, extra hosts are searched up to
+// max, and an active reservation may not lose a host.
+func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.Lease, res *models.Reservation, v plugins.Values) error {
+	hr, held, err := p.load(ctx, tx, res.ID)
+	if err != nil {
+		return err
+	}
+	ps, err := p.params(v, hr)
+	if err != nil {
+		return err
+	}
+	if err := p.checkPrivacy(ps.resource, lease, true); err != nil {
+		return err
+	}
+	win := allocator.Interval{Start: lease.Start, End: lease.End}
+	active := res.Status == "active"
+	paramsChanged := len(v) > 0
+	shrinking := !lease.Start.Before(old.Start) && !lease.End.After(old.End)
+	keep := held
+	var added []string
+	if paramsChanged || !shrinking {
+		if !win.Start.Before(win.End) {
+			return plugins.BadRequest("End date must be later than current and start date")
+		}
+		heldSet := map[string]bool{}
+		for _, h := range held {
+			heldSet[h] = true
+		}
+		keep = nil
+		if len(held) > 0 {
+			dec, err := p.choose(tx, ps, win, 0, min(ps.max, len(held)), res.ID, func(id string) bool { return heldSet[id] })
+			if err != nil {
+				return notEnough(err)
+			}
+			keep = dec.Chosen
+		}
+		if active && len(keep) < len(held) && !tx.Fresh {
+			return plugins.ErrStale
+		}
+		if active && len(keep) < len(held) {
+			return plugins.NotEnough("Not enough hosts available: %d of the %d hosts of active reservation %s cannot be kept (busy in the new window, no longer matching, or above max %d)",
+				len(held)-len(keep), len(held), res.ID, ps.max)
+		}
+		if len(keep) < ps.max {
+			need := max(ps.min-len(keep), 0)
+			dec, err := p.choose(tx, ps, win, need, ps.max-len(keep), res.ID, func(id string) bool { return !heldSet[id] })
+			if err != nil {
+				var ne *allocator.NotEnoughHostsError
+				if errors.Is(err, plugins.ErrStale) {
+					return err
+				}
+				if errors.As(err, &ne) {
+					return plugins.NotEnough("Not enough hosts available: %d kept, %s", len(keep), strings.TrimPrefix(ne.Error(), "Not enough hosts available: "))
+				}
+				return notEnough(err)
+			}
+			added = dec.Chosen
+		}
+		all := append(slices.Clone(keep), added...)
+		if err := p.lockAndCheck(ctx, tx, all, win, res.ID); err != nil {
+			return err
+		}
+	}
+	updates := map[string]any{
+		"count_range":           fmt.Sprintf("%d-%d", ps.min, ps.max),
+		"hypervisor_properties": ps.hyper,
+		"resource_properties":   ps.resource,
+		"updated_at":            tx.Now,
+	}
+	if err := tx.WithContext(ctx).Model(&models.ComputeHostReservation{}).Where("id = ?", hr.ID).Updates(updates).Error; err != nil {
+		return err
+	}
+	if err := tx.WithContext(ctx).Where("reservation_id = ?", res.ID).Delete(&models.ComputeHostAllocation{}).Error; err != nil {
+		return err
+	}
+	final := append(slices.Clone(keep), added...)
+	if err := p.insertAllocs(ctx, tx, res.ID, final, win); err != nil {
+		return err
+	}
+	if active && len(added) > 0 && p.actions != nil {
+		if err := p.actions.Start(ctx, res.ID, lease.ProjectID, p.hostnames(added)); err != nil {
+			return err
+		}
+	}
+	rows := allocRows(res.ID, final, win)
+	tx.AfterCommit(func() { p.idx.setReservation(res.ID, held, rows) })
+	return nil
+}
+
+// OnStart implements plugins.Plugin.
+func (p *Plugin) OnStart(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation) error {
+	_, held, err := p.load(ctx, tx, res.ID)
+	if err != nil {
+		return err
+	}
+	if p.actions != nil {
+		return p.actions.Start(ctx, res.ID, lease.ProjectID, p.hostnames(held))
+	}
+	return nil
+}
+
+// OnEnd implements plugins.Plugin: the hosts go back, the allocations
+// are deleted (as upstream does at the end of a lease).
+func (p *Plugin) OnEnd(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation) error {
+	_, held, err := p.load(ctx, tx, res.ID)
+	if err != nil {
+		return err
+	}
+	if p.actions != nil && res.Status == "active" {
+		if err := p.actions.End(ctx, res.ID, p.hostnames(held)); err != nil {
+			return err
+		}
+	}
+	if err := tx.WithContext(ctx).Where("reservation_id = ?", res.ID).Delete(&models.ComputeHostAllocation{}).Error; err != nil {
+		return err
+	}
+	tx.AfterCommit(func() { p.idx.setReservation(res.ID, held, nil) })
+	return nil
+}
+
+// BeforeEnd implements plugins.Plugin.
+func (p *Plugin) BeforeEnd(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation) error {
+	hr, held, err := p.load(ctx, tx, res.ID)
+	if err != nil {
+		return err
+	}
+	action := hr.BeforeEnd
+	if action == "default" {
+		action = p.cfg.DefaultBeforeEnd
+	}
+	if action == "snapshot" && p.actions != nil {
+		return p.actions.Snapshot(ctx, res.ID, p.hostnames(held))
+	}
+	return nil
+}
+
+// Delete implements plugins.Plugin.
+func (p *Plugin) Delete(ctx context.Context, tx *plugins.Tx, res *models.Reservation) error {
+	var held []string
+	if err := tx.WithContext(ctx).Model(&models.ComputeHostAllocation{}).
+		Where("reservation_id = ?", res.ID).Pluck("compute_host_id", &held).Error; err != nil {
+		return err
+	}
+	if err := tx.WithContext(ctx).Where("reservation_id = ?", res.ID).Delete(&models.ComputeHostAllocation{}).Error; err != nil {
+		return err
+	}
+	if err := tx.WithContext(ctx).Where("reservation_id = ?", res.ID).Delete(&models.ComputeHostReservation{}).Error; err != nil {
+		return err
+	}
+	tx.AfterCommit(func() { p.idx.setReservation(res.ID, held, nil) })
+	return nil
+}
+
+// Describe implements plugins.Plugin.
+func (p *Plugin) Describe(ctx context.Context, g *gorm.DB, res []*models.Reservation) (map[string]map[string]any, error) {
+	ids := make([]string, len(res))
+	for i, r := range res {
+		ids[i] = r.ID
+	}
+	var rows []models.ComputeHostReservation
+	if err := g.WithContext(ctx).Where("reservation_id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[string]any, len(rows))
+	for _, hr := range rows {
+		lo, hi, _ := strings.Cut(hr.CountRange, "-")
+		mn, _ := strconv.Atoi(lo)
+		mx, _ := strconv.Atoi(hi)
+		out[hr.ReservationID] = map[string]any{
+			"min": mn, "max": mx,
+			"hypervisor_properties": hr.HypervisorProperties,
+			"resource_properties":   hr.ResourceProperties,
+			"before_end":            hr.BeforeEnd,
+		}
+	}
+	return out, nil
+}
+
+var (
+	_ plugins.Plugin   = (*Plugin)(nil)
+	_ plugins.Preparer = (*Plugin)(nil)
+)
