@@ -44,7 +44,8 @@
 // The compute driver (pkg/compute) is never called inside a transaction:
 // it resolves the host and lists its servers before the transaction (its
 // refusals are the answer), and the freepool change that follows a
-// registration or removal runs after the commit.
+// registration or removal is an outbox action recorded in the same
+// transaction (OutboxHandlers carries it out after the commit).
 //
 // Errors are *errs.Error values (pkg/errs); the Blazar handlers render
 // them.

@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -14,11 +15,13 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts/hoststest"
+	"github.com/leasehold/leasehold/pkg/compute"
 	"github.com/leasehold/leasehold/pkg/compute/standalone"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/hostquery"
+	"github.com/leasehold/leasehold/pkg/outbox"
 )
 
 var fixed = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -116,12 +119,24 @@ func TestCreateGetListUpdateDelete(t *testing.T) {
 		if n != 0 {
 			t.Errorf("%d providers left behind", n)
 		}
-		var ops []string
-		for _, c := range drv.Calls() {
-			ops = append(ops, c.Op+":"+c.Hosts[0])
+		// The freepool changes wait in the outbox until its worker runs
+		// them after the commit, in order per host.
+		if calls := drv.Calls(); len(calls) != 0 {
+			t.Errorf("driver called before the outbox ran: %+v", calls)
 		}
-		if diff := cmp.Diff([]string{"add_to_freepool:compute-1", "add_to_freepool:compute-2", "remove_from_freepool:compute-1"}, ops); diff != "" {
+		wantActions := []string{"compute.add_to_freepool host:1 compute-1", "compute.add_to_freepool host:2 compute-2", "compute.remove_from_freepool host:1 compute-1"}
+		if diff := cmp.Diff(wantActions, pendingActions(t, d)); diff != "" {
+			t.Errorf("outbox (-want +got):\n%s", diff)
+		}
+		if n := runOutbox(t, d, drv); n != 3 {
+			t.Errorf("%d outbox runs, want 3", n)
+		}
+		wantOps := map[string][]string{"compute-1": {"add_to_freepool", "remove_from_freepool"}, "compute-2": {"add_to_freepool"}}
+		if diff := cmp.Diff(wantOps, driverOps(drv)); diff != "" {
 			t.Errorf("driver calls (-want +got):\n%s", diff)
+		}
+		if left := pendingActions(t, d); len(left) != 0 {
+			t.Errorf("outbox rows left: %v", left)
 		}
 	})
 }
@@ -333,14 +348,11 @@ func TestDeleteReservedHost(t *testing.T) {
 		if err := s.Delete(ctx, h.ID); err != nil {
 			t.Fatalf("released host: %v", err)
 		}
-		var removed []string
-		for _, c := range drv.Calls() {
-			if c.Op == "remove_from_freepool" {
-				removed = append(removed, c.Hosts...)
-			}
-		}
-		if diff := cmp.Diff([]string{"c2", "c1"}, removed); diff != "" {
-			t.Errorf("removed from the freepool (-want +got):\n%s", diff)
+		// Refused deletes recorded nothing for the compute service.
+		runOutbox(t, d, drv)
+		want := map[string][]string{"c1": {"add_to_freepool", "remove_from_freepool"}, "c2": {"add_to_freepool", "remove_from_freepool"}}
+		if diff := cmp.Diff(want, driverOps(drv)); diff != "" {
+			t.Errorf("driver calls (-want +got):\n%s", diff)
 		}
 	})
 }
@@ -799,4 +811,85 @@ func TestReservableSingleLoad(t *testing.T) {
 			t.Fatalf("callers got different copies")
 		}
 	}
+}
+
+// pendingActions lists the outbox rows as "kind key host…".
+func pendingActions(t *testing.T, d *db.DB) []string {
+	t.Helper()
+	rows, err := outbox.List(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rows {
+		var p PoolPayload
+		if err := json.Unmarshal(r.Payload, &p); err != nil {
+			t.Fatalf("payload %s: %v", r.Payload, err)
+		}
+		out = append(out, r.Kind+" "+r.Key+" "+strings.Join(p.Hosts, ","))
+	}
+	return out
+}
+
+// runOutbox runs the due outbox rows with the hosts handlers over drv and
+// returns how many handler runs there were.
+func runOutbox(t *testing.T, d *db.DB, drv compute.Driver) int {
+	t.Helper()
+	n, err := outbox.NewWorker(d, OutboxHandlers(drv), outbox.Config{}, nil).RunDue(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// driverOps lists the standalone driver's calls by host, in call order
+// (actions of different hosts run independently, in any order).
+func driverOps(drv *standalone.Driver) map[string][]string {
+	out := map[string][]string{}
+	for _, c := range drv.Calls() {
+		for _, h := range c.Hosts {
+			out[h] = append(out[h], c.Op)
+		}
+	}
+	return out
+}
+
+// TestOutboxActionsOnlyWithTheWrite: a refused create or delete leaves
+// no outbox row; the handlers carry out their payload each time they
+// run (an action run again after a crash is a second, harmless call) and
+// refuse a payload they cannot read for good.
+func TestOutboxActionsOnlyWithTheWrite(t *testing.T) {
+	eachDialect(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		s, drv := newService(t, d)
+		h, err := s.Create(ctx, body("name", "c1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runOutbox(t, d, drv)
+		if _, err := s.Create(ctx, body("name", "c1")); err == nil {
+			t.Fatal("duplicate created")
+		}
+		hoststest.ReserveHosts(t, d, hoststest.Lease{ID: "l1", ReservationID: "r1", Start: fixed, End: fixed.Add(time.Hour)}, h.ID)
+		if err := s.Delete(ctx, h.ID); err == nil {
+			t.Fatal("reserved host deleted")
+		}
+		if left := pendingActions(t, d); len(left) != 0 {
+			t.Errorf("outbox rows after refused writes: %v", left)
+		}
+		handlers := OutboxHandlers(drv)
+		payload, _ := json.Marshal(PoolPayload{Hosts: []string{"c1"}})
+		for range 2 {
+			if err := handlers[KindRemoveFromFreePool](ctx, payload); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := map[string][]string{"c1": {"add_to_freepool", "remove_from_freepool", "remove_from_freepool"}}
+		if diff := cmp.Diff(want, driverOps(drv)); diff != "" {
+			t.Errorf("driver calls (-want +got):\n%s", diff)
+		}
+		if err := handlers[KindAddToFreePool](ctx, json.RawMessage(`{"Hosts": "c1"}`)); !outbox.IsPermanent(err) {
+			t.Errorf("bad payload: %v, want a permanent error", err)
+		}
+	})
 }

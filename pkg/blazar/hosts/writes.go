@@ -24,7 +24,8 @@ type newHost struct {
 
 // Create registers a host from a host-create body: the driver resolves
 // it and splits the body into the host's fields and extra capabilities;
-// "reservable" (true/false, default true) sets the host's flag.
+// "reservable" (true/false, default true) sets the host's flag. The host
+// joins the freepool through the outbox after the commit.
 func (s *Service) Create(ctx context.Context, body map[string]any) (*Host, error) {
 	req, err := s.resolveNew(ctx, body)
 	if err != nil {
@@ -37,9 +38,6 @@ func (s *Service) Create(ctx context.Context, body map[string]any) (*Host, error
 		return err
 	})
 	if err != nil {
-		return nil, err
-	}
-	if err := s.driver.AddToFreePool(ctx, []string{out.HypervisorHostname}); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -115,7 +113,11 @@ func (s *Service) insertHost(ctx context.Context, tx *gorm.DB, req *newHost) (*H
 	if err := s.setCapabilities(ctx, tx, row.ID, req.caps, false, t); err != nil {
 		return nil, err
 	}
-	return getHost(tx, strconv.FormatInt(row.ID, 10))
+	id := strconv.FormatInt(row.ID, 10)
+	if err := enqueuePool(tx, KindAddToFreePool, id, name); err != nil {
+		return nil, err
+	}
+	return getHost(tx, id)
 }
 
 // Update creates or updates extra capabilities from a flat body: every
@@ -184,7 +186,8 @@ func (s *Service) Update(ctx context.Context, id string, body map[string]any) (*
 // servers, or its providers have allocations. The checks are made before
 // the transaction in that order (the driver's ServersOnHost is never
 // called inside one), and the reservation check again inside it under
-// the host's resource lock.
+// the host's resource lock. The host leaves the freepool through the
+// outbox after the commit.
 func (s *Service) Delete(ctx context.Context, id string) error {
 	h, err := s.Get(ctx, id)
 	if err != nil {
@@ -204,10 +207,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	if len(servers) > 0 {
 		return errs.Conflictf("Can't delete host %s. Host has running servers (%d).", id, len(servers))
 	}
-	if err := s.write(ctx, func(tx *gorm.DB) error { return s.deleteHostTx(ctx, tx, id, h.HypervisorHostname) }); err != nil {
-		return err
-	}
-	return s.driver.RemoveFromFreePool(ctx, []string{h.HypervisorHostname})
+	return s.write(ctx, func(tx *gorm.DB) error { return s.deleteHostTx(ctx, tx, id, h.HypervisorHostname) })
 }
 
 func hostReserved(id string) *errs.Error {
@@ -245,5 +245,8 @@ func (s *Service) deleteHostTx(ctx context.Context, tx *gorm.DB, id, name string
 	if err := tx.Exec("DELETE FROM computehost_extra_capabilities WHERE computehost_id = ?", n).Error; err != nil {
 		return err
 	}
-	return tx.Exec("DELETE FROM computehosts WHERE id = ?", n).Error
+	if err := tx.Exec("DELETE FROM computehosts WHERE id = ?", n).Error; err != nil {
+		return err
+	}
+	return enqueuePool(tx, KindRemoveFromFreePool, id, name)
 }
