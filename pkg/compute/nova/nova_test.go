@@ -89,149 +89,177 @@ func (f *fakeNova) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(path, "/")
 	switch {
 	case r.Method == "GET" && path == "os-hypervisors/detail":
-		pat := r.URL.Query().Get("hypervisor_hostname_pattern")
-		var out []map[string]any
-		for _, h := range f.hypervisors {
-			if strings.Contains(h["hypervisor_hostname"].(string), pat) {
-				out = append(out, h)
-			}
-		}
-		if len(out) == 0 {
-			writeJSON(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": "No hypervisor matching " + pat + " could be found."}})
-			return
-		}
-		writeJSON(w, 200, map[string]any{"hypervisors": out})
+		f.hypervisorsDetail(w, r, parts)
 	case r.Method == "GET" && len(parts) == 2 && parts[0] == "os-hypervisors":
-		for _, h := range f.hypervisors {
-			if strconv.Itoa(h["id"].(int)) == parts[1] {
-				writeJSON(w, 200, map[string]any{"hypervisor": h})
-				return
-			}
-		}
-		writeJSON(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": "not found"}})
+		f.hypervisorByID(w, r, parts)
 	case r.Method == "GET" && path == "servers/detail":
-		if r.URL.Query().Get("all_tenants") == "" {
-			writeJSON(w, 400, map[string]any{"badRequest": map[string]any{"message": "all_tenants expected"}})
-			return
-		}
-		host := r.URL.Query().Get("host")
-		out := []map[string]any{}
-		var ids []string
-		for id, h := range f.servers {
-			if h == host {
-				ids = append(ids, id)
-			}
-		}
-		sort.Strings(ids)
-		for _, id := range ids {
-			if n, ok := f.deleted[id]; ok {
-				if n <= 0 {
-					delete(f.servers, id)
-					continue
-				}
-				f.deleted[id] = n - 1
-			}
-			out = append(out, map[string]any{"id": id, "name": id, "status": "ACTIVE", "tenant_id": "p", "user_id": "u"})
-		}
-		writeJSON(w, 200, map[string]any{"servers": out})
+		f.serversDetail(w, r, parts)
 	case r.Method == "DELETE" && len(parts) == 2 && parts[0] == "servers":
-		if _, ok := f.servers[parts[1]]; !ok {
-			writeJSON(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404}})
+		f.deleteServer(w, r, parts)
+	case r.Method == "GET" && path == "os-aggregates":
+		f.listAggregates(w, r, parts)
+	case r.Method == "POST" && path == "os-aggregates":
+		f.createAggregate(w, r, parts)
+	case len(parts) >= 2 && parts[0] == "os-aggregates":
+		f.aggregateAction(w, r, parts)
+	default:
+		writeJSON(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": "no route " + path}})
+	}
+}
+
+func (f *fakeNova) hypervisorsDetail(w http.ResponseWriter, r *http.Request, parts []string) {
+	pat := r.URL.Query().Get("hypervisor_hostname_pattern")
+	var out []map[string]any
+	for _, h := range f.hypervisors {
+		if strings.Contains(h["hypervisor_hostname"].(string), pat) {
+			out = append(out, h)
+		}
+	}
+	if len(out) == 0 {
+		writeJSON(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": "No hypervisor matching " + pat + " could be found."}})
+		return
+	}
+	writeJSON(w, 200, map[string]any{"hypervisors": out})
+}
+
+func (f *fakeNova) hypervisorByID(w http.ResponseWriter, r *http.Request, parts []string) {
+	for _, h := range f.hypervisors {
+		if strconv.Itoa(h["id"].(int)) == parts[1] {
+			writeJSON(w, 200, map[string]any{"hypervisor": h})
 			return
 		}
-		if _, ok := f.deleted[parts[1]]; !ok {
-			f.deleted[parts[1]] = f.lingering
-		}
-		w.WriteHeader(204)
-	case r.Method == "GET" && path == "os-aggregates":
-		var ids []int
-		for id := range f.aggs {
+	}
+	writeJSON(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": "not found"}})
+}
+
+func (f *fakeNova) serversDetail(w http.ResponseWriter, r *http.Request, parts []string) {
+	if r.URL.Query().Get("all_tenants") == "" {
+		writeJSON(w, 400, map[string]any{"badRequest": map[string]any{"message": "all_tenants expected"}})
+		return
+	}
+	host := r.URL.Query().Get("host")
+	out := []map[string]any{}
+	var ids []string
+	for id, h := range f.servers {
+		if h == host {
 			ids = append(ids, id)
 		}
-		sort.Ints(ids)
-		out := []*fakeAgg{}
-		for _, id := range ids {
-			out = append(out, f.aggs[id])
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if n, ok := f.deleted[id]; ok {
+			if n <= 0 {
+				delete(f.servers, id)
+				continue
+			}
+			f.deleted[id] = n - 1
 		}
-		writeJSON(w, 200, map[string]any{"aggregates": out})
-	case r.Method == "POST" && path == "os-aggregates":
-		var body struct {
-			Aggregate struct {
-				Name string `json:"name"`
-				AZ   string `json:"availability_zone"`
-			} `json:"aggregate"`
+		out = append(out, map[string]any{"id": id, "name": id, "status": "ACTIVE", "tenant_id": "p", "user_id": "u"})
+	}
+	writeJSON(w, 200, map[string]any{"servers": out})
+}
+
+func (f *fakeNova) deleteServer(w http.ResponseWriter, r *http.Request, parts []string) {
+	if _, ok := f.servers[parts[1]]; !ok {
+		writeJSON(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404}})
+		return
+	}
+	if _, ok := f.deleted[parts[1]]; !ok {
+		f.deleted[parts[1]] = f.lingering
+	}
+	w.WriteHeader(204)
+}
+
+func (f *fakeNova) listAggregates(w http.ResponseWriter, r *http.Request, parts []string) {
+	var ids []int
+	for id := range f.aggs {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	out := []*fakeAgg{}
+	for _, id := range ids {
+		out = append(out, f.aggs[id])
+	}
+	writeJSON(w, 200, map[string]any{"aggregates": out})
+}
+
+func (f *fakeNova) createAggregate(w http.ResponseWriter, r *http.Request, parts []string) {
+	var body struct {
+		Aggregate struct {
+			Name string `json:"name"`
+			AZ   string `json:"availability_zone"`
+		} `json:"aggregate"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	for _, a := range f.aggs {
+		if a.Name == body.Aggregate.Name {
+			writeJSON(w, 409, map[string]any{"conflictingRequest": map[string]any{"code": 409}})
+			return
 		}
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		for _, a := range f.aggs {
-			if a.Name == body.Aggregate.Name {
+	}
+	writeJSON(w, 200, map[string]any{"aggregate": f.addAgg(body.Aggregate.Name, body.Aggregate.AZ)})
+}
+
+func (f *fakeNova) aggregateAction(w http.ResponseWriter, r *http.Request, parts []string) {
+	id, _ := strconv.Atoi(parts[1])
+	a := f.aggs[id]
+	if a == nil {
+		writeJSON(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404}})
+		return
+	}
+	if r.Method == "DELETE" {
+		if len(a.Hosts) > 0 {
+			writeJSON(w, 400, map[string]any{"badRequest": map[string]any{"message": "aggregate not empty"}})
+			return
+		}
+		delete(f.aggs, id)
+		w.WriteHeader(200)
+		return
+	}
+	var body map[string]map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	switch {
+	case body["add_host"] != nil:
+		h := body["add_host"]["host"].(string)
+		if f.landed[h] {
+			a.Hosts = append(a.Hosts, h)
+		}
+		if f.refuseAdd[h] {
+			writeJSON(w, 409, map[string]any{"conflictingRequest": map[string]any{"code": 409, "message": "host in another zone"}})
+			return
+		}
+		for _, x := range a.Hosts {
+			if x == h {
 				writeJSON(w, 409, map[string]any{"conflictingRequest": map[string]any{"code": 409}})
 				return
 			}
 		}
-		writeJSON(w, 200, map[string]any{"aggregate": f.addAgg(body.Aggregate.Name, body.Aggregate.AZ)})
-	case len(parts) >= 2 && parts[0] == "os-aggregates":
-		id, _ := strconv.Atoi(parts[1])
-		a := f.aggs[id]
-		if a == nil {
+		a.Hosts = append(a.Hosts, h)
+	case body["remove_host"] != nil:
+		h := body["remove_host"]["host"].(string)
+		if f.landed[h] {
+			a.Hosts = slices.DeleteFunc(a.Hosts, func(x string) bool { return x == h })
+		}
+		kept := []string{}
+		found := false
+		for _, x := range a.Hosts {
+			if x == h {
+				found = true
+			} else {
+				kept = append(kept, x)
+			}
+		}
+		if !found {
 			writeJSON(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404}})
 			return
 		}
-		if r.Method == "DELETE" {
-			if len(a.Hosts) > 0 {
-				writeJSON(w, 400, map[string]any{"badRequest": map[string]any{"message": "aggregate not empty"}})
-				return
-			}
-			delete(f.aggs, id)
-			w.WriteHeader(200)
-			return
+		a.Hosts = kept
+	case body["set_metadata"] != nil:
+		for k, v := range body["set_metadata"]["metadata"].(map[string]any) {
+			a.Metadata[k] = v.(string)
 		}
-		var body map[string]map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		switch {
-		case body["add_host"] != nil:
-			h := body["add_host"]["host"].(string)
-			if f.landed[h] {
-				a.Hosts = append(a.Hosts, h)
-			}
-			if f.refuseAdd[h] {
-				writeJSON(w, 409, map[string]any{"conflictingRequest": map[string]any{"code": 409, "message": "host in another zone"}})
-				return
-			}
-			for _, x := range a.Hosts {
-				if x == h {
-					writeJSON(w, 409, map[string]any{"conflictingRequest": map[string]any{"code": 409}})
-					return
-				}
-			}
-			a.Hosts = append(a.Hosts, h)
-		case body["remove_host"] != nil:
-			h := body["remove_host"]["host"].(string)
-			if f.landed[h] {
-				a.Hosts = slices.DeleteFunc(a.Hosts, func(x string) bool { return x == h })
-			}
-			kept := []string{}
-			found := false
-			for _, x := range a.Hosts {
-				if x == h {
-					found = true
-				} else {
-					kept = append(kept, x)
-				}
-			}
-			if !found {
-				writeJSON(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404}})
-				return
-			}
-			a.Hosts = kept
-		case body["set_metadata"] != nil:
-			for k, v := range body["set_metadata"]["metadata"].(map[string]any) {
-				a.Metadata[k] = v.(string)
-			}
-		}
-		writeJSON(w, 200, map[string]any{"aggregate": a})
-	default:
-		writeJSON(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": "no route " + path}})
 	}
+	writeJSON(w, 200, map[string]any{"aggregate": a})
 }
 
 func newDriver(t *testing.T, f *fakeNova, cfg Config) *Driver {
