@@ -49,7 +49,8 @@ func (s *Service) Allocations(ctx context.Context, f AllocationFilter) ([]HostAl
 	return out, nil
 }
 
-// Allocation returns the allocation view of one host (404 if unknown).
+// Allocation returns the allocation view of one host (errs.NotFound if
+// unknown).
 func (s *Service) Allocation(ctx context.Context, id string, f AllocationFilter) (*HostAllocation, error) {
 	h, err := s.Get(ctx, id)
 	if err != nil {

@@ -51,7 +51,7 @@ func propertyIDs(tx *gorm.DB, resourceType string, names []string, t time.Time) 
 }
 
 // setCapabilities creates or updates the host's capabilities. With check,
-// a capability a reservation depends on cannot change (409).
+// a capability a reservation depends on cannot change (errs.Conflict).
 func (s *Service) setCapabilities(ctx context.Context, tx *gorm.DB, hostID int64, caps map[string]string, check bool, t time.Time) error {
 	if len(caps) == 0 {
 		return nil
@@ -74,6 +74,7 @@ func (s *Service) setCapabilities(ctx context.Context, tx *gorm.DB, hostID int64
 		byProp[existing[i].PropertyID] = &existing[i]
 	}
 	apiID := strconv.FormatInt(hostID, 10)
+	var inUse map[string]bool // read when a check first needs it
 	for _, name := range names {
 		val, pid := caps[name], ids[name]
 		cur := byProp[pid]
@@ -81,11 +82,12 @@ func (s *Service) setCapabilities(ctx context.Context, tx *gorm.DB, hostID int64
 			continue
 		}
 		if check && cur != nil {
-			inUse, err := s.capabilityInUse(ctx, tx, apiID, name)
-			if err != nil {
-				return err
+			if inUse == nil {
+				if inUse, err = s.keysInUse(ctx, tx, apiID); err != nil {
+					return err
+				}
 			}
-			if inUse {
+			if inUse[name] {
 				return errs.Conflictf("Can't add extra capability %s to host %s: a current or future reservation depends on it.", name, apiID)
 			}
 		}

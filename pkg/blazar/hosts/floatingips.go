@@ -95,7 +95,7 @@ func (s *Service) ListFloatingIPs(ctx context.Context) ([]FloatingIP, error) {
 	return out, nil
 }
 
-// GetFloatingIP returns one floating IP or a 404 *Error.
+// GetFloatingIP returns one floating IP or errs.NotFound.
 func (s *Service) GetFloatingIP(ctx context.Context, id string) (*FloatingIP, error) {
 	var rows []models.FloatingIP
 	if err := s.db.WithContext(ctx).Where("id = ?", id).Limit(1).Find(&rows).Error; err != nil {
@@ -108,7 +108,8 @@ func (s *Service) GetFloatingIP(ctx context.Context, id string) (*FloatingIP, er
 	return &f, nil
 }
 
-// DeleteFloatingIP removes an address from the pool (409 while reserved).
+// DeleteFloatingIP removes an address from the pool (errs.Conflict while
+// reserved).
 func (s *Service) DeleteFloatingIP(ctx context.Context, id string) error {
 	return s.db.Write(ctx, func(tx *gorm.DB) error {
 		var n int64

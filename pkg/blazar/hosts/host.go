@@ -225,7 +225,7 @@ func listHosts(tx *gorm.DB, reservableOnly bool) ([]Host, error) {
 	return out, nil
 }
 
-// Get returns the host with API id, or a 404 *Error.
+// Get returns the host with API id, or errs.NotFound.
 func (s *Service) Get(ctx context.Context, id string) (*Host, error) {
 	return getHost(s.db.WithContext(ctx), id)
 }

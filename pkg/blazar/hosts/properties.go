@@ -66,8 +66,8 @@ func toProperty(r *models.ResourceProperty, values []string) Property {
 		Values: values, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: utcPtr(r.UpdatedAt)}
 }
 
-// SetPropertyPrivate marks a host property private or public (404 when
-// there is no such property).
+// SetPropertyPrivate marks a host property private or public
+// (errs.NotFound when there is no such property).
 func (s *Service) SetPropertyPrivate(ctx context.Context, name string, private bool) (*Property, error) {
 	var out *Property
 	err := s.db.Write(ctx, func(tx *gorm.DB) error {

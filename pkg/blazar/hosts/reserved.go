@@ -2,7 +2,6 @@ package hosts
 
 import (
 	"context"
-	"slices"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -53,32 +52,33 @@ func (s *Service) allocated(tx *gorm.DB, lock bool, table, column, id string) (b
 	return len(ids) > 0, nil
 }
 
-// capabilityInUse reports whether a reservation holding the host (API id)
-// names the capability key in its hypervisor or resource properties.
-// The caller's write holds the host's row lock (its UPDATE of the host),
-// and a booking takes the host's resource lock, not the row: the check
-// takes the resource lock too.
-func (s *Service) capabilityInUse(ctx context.Context, tx *gorm.DB, hostID, key string) (bool, error) {
+// keysInUse returns the keys that the hypervisor or resource properties
+// of the reservations holding the host (API id) name (never nil). The
+// caller's write holds the host's row lock (its UPDATE of the host), but
+// a booking takes the host's resource lock, not the row: this takes the
+// resource lock too.
+func (s *Service) keysInUse(ctx context.Context, tx *gorm.DB, hostID string) (map[string]bool, error) {
 	if err := db.LockResources(ctx, tx, s.db.Dialect, ResourceType, []string{hostID}); err != nil {
-		return false, err
+		return nil, err
 	}
 	var hrs []models.ComputeHostReservation
 	err := tx.WithContext(ctx).Table("computehost_reservations AS h").Select("h.*").
 		Joins("JOIN computehost_allocations a ON a.reservation_id = h.reservation_id").
 		Where("a.compute_host_id = ?", hostID).Find(&hrs).Error
 	if err != nil {
-		return false, err
+		return nil, err
 	}
+	keys := map[string]bool{}
 	for _, hr := range hrs {
 		for _, text := range []string{hr.HypervisorProperties, hr.ResourceProperties} {
 			q, err := hostquery.Parse(text)
 			if err != nil {
 				continue // not a query a booking could have used
 			}
-			if slices.Contains(q.Keys(), key) {
-				return true, nil
+			for _, k := range q.Keys() {
+				keys[k] = true
 			}
 		}
 	}
-	return false, nil
+	return keys, nil
 }

@@ -53,9 +53,9 @@
 // Leasehold extensions to upstream: "reservable" in a host-create or PUT
 // body sets the host's flag instead of becoming a capability; PUT refuses
 // an "id" key (it would shadow the host's id); field and
-// capability sizes are checked (400, not a database error); an unknown
-// property in PATCH /os-hosts/properties/{name} is a 404; a duplicate
-// floating IP is a 409.
+// capability sizes are checked (a bad request, not a database error); an
+// unknown property in PATCH /os-hosts/properties/{name} is not found; a
+// duplicate floating IP is a conflict.
 package hosts
 
 import (

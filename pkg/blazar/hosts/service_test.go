@@ -309,6 +309,13 @@ func TestUpdateErrors(t *testing.T) {
 		if _, err := s.Update(ctx, h.ID, body("new", "2")); err != nil {
 			t.Fatal(err)
 		}
+		// A capability named by the hypervisor properties is held too
+		// (created while held: allowed; changed: refused).
+		if _, err := s.Update(ctx, h.ID, body("vcpus", "3")); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Update(ctx, h.ID, body("vcpus", "4"))
+		wantKind(t, err, errs.Conflict)
 		// Once the host is released, gpu changes too.
 		hoststest.Release(t, d, hoststest.Lease{ReservationID: "r1"})
 		if _, err := s.Update(ctx, h.ID, body("gpu", "b")); err != nil {

@@ -125,8 +125,8 @@ func (s *Service) insertHost(ctx context.Context, tx *gorm.DB, req *newHost) (*H
 // except "reservable" (true/false), which sets the host's flag.
 func (s *Service) Update(ctx context.Context, id string, body map[string]any) (*Host, error) {
 	if len(body) == 0 {
-		// Upstream's generic helper answers 400 with the internal error's
-		// name.
+		// Upstream's generic helper: a bad request named as an internal
+		// error.
 		return nil, errs.WithCode(errs.BadRequest, "INTERNAL_SERVER_ERROR", "No data to update")
 	}
 	caps, err := bodyStrings(body)
@@ -182,12 +182,12 @@ func (s *Service) Update(ctx context.Context, id string, body map[string]any) (*
 	return out, nil
 }
 
-// Delete unregisters a host: refused (409) while it is reserved, runs
-// servers, or its providers have allocations. The checks are made before
-// the transaction in that order (the driver's ServersOnHost is never
-// called inside one), and the reservation check again inside it under
-// the host's resource lock. The host leaves the freepool through the
-// outbox after the commit.
+// Delete unregisters a host: refused (a conflict) while it is reserved,
+// runs servers, or its providers have allocations. The checks are made
+// before the transaction in that order (the driver's ServersOnHost is
+// never called inside one), and the reservation check again inside it
+// under the host's resource lock. The host leaves the freepool through
+// the outbox after the commit.
 func (s *Service) Delete(ctx context.Context, id string) error {
 	h, err := s.Get(ctx, id)
 	if err != nil {
