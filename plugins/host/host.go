@@ -96,10 +96,10 @@ type Config struct {
 
 // Plugin implements plugins.Plugin for physical:host.
 type Plugin struct {
-	src     Source
-	db      *gorm.DB
-	cfg     Config
-	now     func() time.Time
+	src Source
+	db  *gorm.DB
+	cfg Config
+	now func() time.Time
 
 	idx       index
 	loadMu    sync.Mutex
