@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"gorm.io/gorm"
+	"pgregory.net/rapid"
 
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
@@ -54,7 +55,15 @@ func act(kind, key string, n int) outbox.Action {
 	return outbox.Action{Kind: kind, Key: key, Payload: payload{Key: key, N: n}}
 }
 
-func decode(t testing.TB, raw json.RawMessage) payload {
+// tb is what the helpers need of testing.TB and *rapid.T.
+type tb interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+func decode(t tb, raw json.RawMessage) payload {
 	var p payload
 	if err := json.Unmarshal(raw, &p); err != nil {
 		t.Errorf("payload %s: %v", raw, err)
@@ -69,7 +78,7 @@ func enqueue(t testing.TB, d *db.DB, acts ...outbox.Action) {
 	}
 }
 
-func list(t testing.TB, d *db.DB, status ...string) []outbox.Record {
+func list(t tb, d *db.DB, status ...string) []outbox.Record {
 	t.Helper()
 	rs, err := outbox.List(context.Background(), d, status...)
 	if err != nil {
@@ -600,4 +609,143 @@ func TestDefaultBackoff(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPropertyOrderAndAttempts: for any actions over a few keys, some in
+// transactions that roll back, each failing a chosen number of times
+// (or permanently), run to the end with the injected clock:
+//   - actions of rolled-back transactions never run;
+//   - an action runs until it succeeds, fails permanently, or has had
+//     MaxAttempts runs, and then no more: exactly one success for those
+//     that can succeed, FAILED (with the runs as attempts) for the rest;
+//   - per key, every run of an action comes after every run of the
+//     actions enqueued before it.
+func TestPropertyOrderAndAttempts(t *testing.T) {
+	d := dbtest.OpenDialect(t, db.SQLite)
+	const maxAttempts = 3
+	rapid.Check(t, func(rt *rapid.T) {
+		if err := d.Exec("DELETE FROM outbox").Error; err != nil {
+			rt.Fatal(err)
+		}
+		type spec struct {
+			key       string
+			failures  int
+			permanent bool
+		}
+		var (
+			mu    sync.Mutex
+			specs = map[int]spec{}
+			calls []int // action ids in call order
+		)
+		h := func(_ context.Context, raw json.RawMessage) error {
+			id := decode(rt, raw).N
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, id)
+			s := specs[id]
+			runs := 0
+			for _, c := range calls {
+				if c == id {
+					runs++
+				}
+			}
+			switch {
+			case s.permanent:
+				return outbox.Permanent(errors.New("permanent"))
+			case runs <= s.failures:
+				return fmt.Errorf("failure %d", runs)
+			}
+			return nil
+		}
+		clk := newClock(t0)
+		conc := rapid.IntRange(1, 4).Draw(rt, "concurrency")
+		w := outbox.NewWorker(d, map[string]outbox.Handler{"test.effect": h}, outbox.Config{
+			ID: "w", MaxAttempts: maxAttempts, Concurrency: conc,
+			Backoff: func(attempt int) time.Duration { return time.Duration(attempt) * time.Minute },
+		}, clk.Now)
+		committed := map[int]bool{}
+		next := 0
+		for range rapid.IntRange(1, 5).Draw(rt, "transactions") {
+			var acts []outbox.Action
+			var ids []int
+			for range rapid.IntRange(1, 4).Draw(rt, "actions") {
+				s := spec{
+					key:       rapid.SampledFrom([]string{"a", "b", "c"}).Draw(rt, "key"),
+					failures:  rapid.IntRange(0, maxAttempts).Draw(rt, "failures"),
+					permanent: rapid.IntRange(0, 9).Draw(rt, "permanent") == 0,
+				}
+				mu.Lock()
+				specs[next] = s
+				mu.Unlock()
+				acts = append(acts, outbox.Action{Kind: "test.effect", Key: s.key, Payload: payload{Key: s.key, N: next}})
+				ids = append(ids, next)
+				next++
+			}
+			rollback := rapid.IntRange(0, 4).Draw(rt, "rollback") == 0
+			err := d.Write(context.Background(), func(tx *gorm.DB) error {
+				if err := outbox.Enqueue(tx, acts...); err != nil {
+					return err
+				}
+				if rollback {
+					return errors.New("rollback")
+				}
+				return nil
+			})
+			if rollback != (err != nil) {
+				rt.Fatalf("Write = %v (rollback %v)", err, rollback)
+			}
+			for _, id := range ids {
+				if !rollback {
+					committed[id] = true
+				}
+			}
+		}
+		// Enough passes for every action to use all its attempts, one
+		// after the other, with the clock past every backoff.
+		for range 3 * next * maxAttempts {
+			if _, err := w.RunDue(context.Background()); err != nil {
+				rt.Fatal(err)
+			}
+			if len(list(rt, d, outbox.StatusPending, outbox.StatusClaimed)) == 0 {
+				break
+			}
+			clk.Set(clk.Now().Add(maxAttempts * time.Minute))
+		}
+		if rs := list(rt, d, outbox.StatusPending, outbox.StatusClaimed); len(rs) != 0 {
+			rt.Fatalf("rows not done: %+v", rs)
+		}
+		failed := map[int]outbox.Record{}
+		for _, r := range list(rt, d, outbox.StatusFailed) {
+			failed[decode(rt, r.Payload).N] = r
+		}
+		runs := map[int]int{}
+		lastOfKey := map[string]int{}
+		for _, id := range calls {
+			runs[id]++
+			k := specs[id].key
+			if l, ok := lastOfKey[k]; ok && l > id {
+				rt.Fatalf("key %s: action %d ran after action %d (calls %v)", k, id, l, calls)
+			}
+			lastOfKey[k] = id
+		}
+		for id := range next {
+			s := specs[id]
+			want, wantFailed := 0, false
+			switch {
+			case !committed[id]:
+			case s.permanent:
+				want, wantFailed = 1, true
+			case s.failures >= maxAttempts:
+				want, wantFailed = maxAttempts, true
+			default:
+				want = s.failures + 1
+			}
+			if runs[id] != want {
+				rt.Errorf("action %d %+v (committed %v): %d runs, want %d", id, s, committed[id], runs[id], want)
+			}
+			if r, ok := failed[id]; ok != wantFailed || ok && r.Attempts != want {
+				rt.Errorf("action %d %+v: FAILED row %+v, want FAILED %v after %d runs", id, s, r, wantFailed, want)
+			}
+		}
+	})
 }
