@@ -69,6 +69,10 @@ const (
 	maxLastError = 4000
 )
 
+// MaxPayload is the largest encoded payload Enqueue takes (a MySQL TEXT
+// column).
+const MaxPayload = 65535
+
 // lockType names the per-key locks in blazar_resource_locks.
 const lockType = "outbox_key"
 
@@ -188,6 +192,9 @@ func Enqueue(tx *gorm.DB, a ...Action) error {
 		payload, err := json.Marshal(act.Payload)
 		if err != nil {
 			return fmt.Errorf("outbox: encode payload of %s for %s: %w", act.Kind, act.Key, err)
+		}
+		if len(payload) > MaxPayload {
+			return fmt.Errorf("outbox: payload of %s for %s is %d bytes, more than %d", act.Kind, act.Key, len(payload), MaxPayload)
 		}
 		rows[i] = models.OutboxAction{
 			Kind: act.Kind, OrderKey: act.Key, LeaseID: act.LeaseID, Payload: string(payload),

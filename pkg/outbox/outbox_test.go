@@ -181,6 +181,7 @@ func TestEnqueueRejectsBadActions(t *testing.T) {
 		{Kind: "x", Key: strings.Repeat("k", 256)},
 		{Kind: "x", Key: "k", LeaseID: strings.Repeat("l", 37)},
 		{Kind: "x", Key: "k", Payload: func() {}},
+		{Kind: "x", Key: "k", Payload: strings.Repeat("p", outbox.MaxPayload)},
 	} {
 		err := d.Write(context.Background(), func(tx *gorm.DB) error { return outbox.Enqueue(tx, act("ok", "k", 1), a) })
 		if err == nil {
@@ -538,6 +539,29 @@ func TestUnknownKindFails(t *testing.T) {
 		}
 		if got := hookRows(t, d); len(got) != 1 || got[0].FinalFlag != 1 {
 			t.Errorf("hooks: %+v", got)
+		}
+	})
+}
+
+// TestLongErrorKept: a long error with multi-byte and invalid UTF-8 is
+// stored (MySQL's utf8mb4 refuses invalid text), cut on a character
+// boundary.
+func TestLongErrorKept(t *testing.T) {
+	forDialects(t, func(t *testing.T, d *db.DB) {
+		msg := "\xff" + strings.Repeat("é", 3000)
+		h := func(context.Context, json.RawMessage) error { return errors.New(msg) }
+		w := outbox.NewWorker(d, map[string]outbox.Handler{"test.effect": h}, outbox.Config{ID: "w"}, newClock(t0).Now)
+		enqueue(t, d, act("test.effect", "k", 1))
+		if n := runDue(t, w); n != 1 {
+			t.Fatalf("RunDue = %d", n)
+		}
+		rs := list(t, d)
+		if len(rs) != 1 || rs[0].Attempts != 1 || rs[0].ClaimedBy != "" {
+			t.Fatalf("rows: %+v", rs)
+		}
+		got := rs[0].LastError
+		if want := "\uFFFD" + strings.Repeat("é", 1998); got != want {
+			t.Errorf("last_error is %d bytes starting %.20q, want %d bytes", len(got), got, len(want))
 		}
 	})
 }

@@ -11,9 +11,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -373,8 +375,12 @@ func (w *Worker) claimDue(ctx context.Context, now time.Time, key string, limit 
 	if len(cands) == 0 {
 		return nil, nil
 	}
+	// The claim is not interrupted by ctx: a claim that commits while
+	// its caller thinks it failed would hold the row until ClaimTimeout.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
 	var got []Record
-	err := w.db.Write(ctx, func(tx *gorm.DB) error {
+	err := w.db.Write(wctx, func(tx *gorm.DB) error {
 		got = got[:0]
 		for i := range cands {
 			c := &cands[i]
@@ -454,9 +460,7 @@ func (w *Worker) fail(ctx context.Context, r Record, err error) {
 // next, or at once when nil) or FAILED, with msg as last_error, and calls
 // OnFailure in the same transaction.
 func (w *Worker) record(ctx context.Context, r Record, claimant, msg string, final bool, next *time.Time, now time.Time) {
-	if len(msg) > maxLastError {
-		msg = msg[:maxLastError]
-	}
+	msg = clip(msg, maxLastError)
 	out := r
 	out.LastError, out.NextAt, out.ClaimedBy, out.ClaimedAt, out.UpdatedAt = msg, next, "", nil, &now
 	out.Status = StatusPending
@@ -485,6 +489,19 @@ func (w *Worker) record(ctx context.Context, r Record, claimant, msg string, fin
 	default:
 		slog.WarnContext(ctx, "outbox action failed; will retry", attrs...)
 	}
+}
+
+// clip makes s valid UTF-8 (MySQL's utf8mb4 columns refuse anything
+// else) of at most n bytes, cutting on a character boundary.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // unclaim hands a claimed row back untouched (attempt not counted).
