@@ -49,6 +49,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // Row statuses. A row that succeeded is deleted; a row waiting for its
@@ -257,4 +258,38 @@ func List(ctx context.Context, d *db.DB, status ...string) ([]Record, error) {
 		out[i] = recordOf(&rows[i])
 	}
 	return out, nil
+}
+
+// Retry puts a FAILED row back to PENDING for the operator (the cause
+// fixed): due at once, attempts from zero, the last error kept until the
+// next run. The row keeps its id, so it runs before any PENDING row of
+// its key enqueued after it; rows of the key that already ran while it
+// was FAILED stay run (a FAILED row does not block). A row that is not
+// FAILED is a NotFound error (pkg/errs).
+func Retry(ctx context.Context, d *db.DB, id int64) error {
+	return changeFailed(ctx, d, id, "UPDATE outbox SET status = 'PENDING', attempts = 0, next_at = NULL, updated_at = ? WHERE id = ? AND status = 'FAILED'",
+		time.Now().UTC().Truncate(time.Microsecond), id)
+}
+
+// Discard deletes a FAILED row for the operator (the action is given up
+// or was carried out by hand). A row that is not FAILED is a NotFound
+// error (pkg/errs).
+func Discard(ctx context.Context, d *db.DB, id int64) error {
+	return changeFailed(ctx, d, id, "DELETE FROM outbox WHERE id = ? AND status = 'FAILED'", id)
+}
+
+func changeFailed(ctx context.Context, d *db.DB, id int64, stmt string, args ...any) error {
+	var n int64
+	err := d.Write(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(stmt, args...)
+		n = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: row %d: %w", id, err)
+	}
+	if n != 1 {
+		return errs.NotFoundf("outbox row %d is not FAILED (or does not exist)", id)
+	}
+	return nil
 }

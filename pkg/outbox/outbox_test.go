@@ -16,6 +16,7 @@ import (
 
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/outbox"
 )
 
@@ -473,6 +474,28 @@ func TestPermanentFailure(t *testing.T) {
 		// FAILED rows stay: more passes leave them alone.
 		if n := runDue(t, w); n != 0 || len(list(t, d, outbox.StatusFailed)) != 1 {
 			t.Errorf("a FAILED row ran again or went away")
+		}
+		// The operator retries it (it fails again), then discards it.
+		ctx := context.Background()
+		if err := outbox.Retry(ctx, d, id); err != nil {
+			t.Fatal(err)
+		}
+		if rs := list(t, d); len(rs) != 1 || rs[0].Status != outbox.StatusPending || rs[0].Attempts != 0 || rs[0].NextAt != nil {
+			t.Fatalf("after Retry: %+v", rs)
+		}
+		if n := runDue(t, w); n != 1 || len(list(t, d, outbox.StatusFailed)) != 1 {
+			t.Fatalf("the retried row ran %d times", n)
+		}
+		if err := outbox.Discard(ctx, d, id); err != nil {
+			t.Fatal(err)
+		}
+		if rs := list(t, d); len(rs) != 0 {
+			t.Fatalf("after Discard: %+v", rs)
+		}
+		for _, f := range []func(context.Context, *db.DB, int64) error{outbox.Retry, outbox.Discard} {
+			if err := f(ctx, d, id); !errs.Is(err, errs.NotFound) {
+				t.Errorf("on a row that is gone: %v, want NotFound", err)
+			}
 		}
 	})
 }
