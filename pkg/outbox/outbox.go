@@ -34,6 +34,19 @@
 // Enqueue serialises the transactions that enqueue for one key (on MySQL
 // a row lock per key held to commit; SQLite runs one write transaction at
 // a time).
+//
+// Outcomes: a success deletes the row (done rows are not kept: the table
+// holds only work in flight, and the effect is what the handler made);
+// OnSuccess runs in that transaction, which also claims the key's next
+// due row. A failure keeps the row PENDING with attempts and last_error
+// until its next attempt after Config.Backoff (OnFailure, final=false);
+// a Permanent error, an unknown kind or the last of MaxAttempts makes it
+// FAILED (OnFailure, final=true), kept until an operator calls Retry or
+// Discard. An expired claim counts as a failed attempt, due again at
+// once.
+//
+// Times: claims and retries use the worker's clock; ClaimTimeout must
+// exceed HandlerTimeout plus the clock skew between processes.
 package outbox
 
 import (
@@ -178,7 +191,9 @@ func utcPtr(t *time.Time) *time.Time {
 // On MySQL, Enqueue also takes a row lock per key (in
 // blazar_resource_locks) held until commit, so two transactions
 // enqueueing for one key commit in the order of their rows' ids and the
-// worker cannot see a later row before an earlier one.
+// worker cannot see a later row before an earlier one. Call it after the
+// transaction's other locks (and once per transaction, with all its
+// actions), so lock order stays the same everywhere.
 func Enqueue(tx *gorm.DB, a ...Action) error {
 	if len(a) == 0 {
 		return nil
