@@ -48,6 +48,11 @@ type ebCase struct {
 	// dotted JSON paths of their answer into named values.
 	setup   bool
 	capture map[string]string
+	// waitLease makes a setup step poll GET /v1/leases/{waitLease} until
+	// the lease has status waitStatus.
+	waitLease, waitStatus string
+	// show is what the golden file prints for a body too large to read.
+	show string
 }
 
 // omit, as a leaseJSON value, removes the key from the body.
@@ -112,7 +117,12 @@ func blazarCases() []ebCase {
 		{name: "setup lease on every host", setup: true, method: "POST", path: "/v1/leases",
 			body: leaseJSON("name", "all", "start_date", "2041-01-01 00:00", "end_date", "2041-01-02 00:00", "reservations", hostRes("min", 3, "max", 3))},
 		{name: "setup floating ip", setup: true, method: "POST", path: "/v1/floatingips",
-			body: `{"floating_network_id": "net-1", "floating_ip_address": "172.24.4.10"}`},
+			body:    `{"floating_network_id": "net-1", "floating_ip_address": "172.24.4.10"}`,
+			capture: map[string]string{"fip": "floatingip.id"}},
+		{name: "setup lease starting now", setup: true, method: "POST", path: "/v1/leases",
+			body:    leaseJSON("name", "active", "start_date", "now", "end_date", "2039-01-01 00:00", "reservations", hostRes("resource_properties", `["==", "$gpu", "false"]`)),
+			capture: map[string]string{"active": "lease.id", "activeres": "lease.reservations.0.id"}},
+		{name: "setup wait for the lease to start", setup: true, method: "GET", path: "/v1/leases/{active}", waitLease: "{active}", waitStatus: "ACTIVE"},
 		{name: "setup placement provider", setup: true, method: "POST", path: "/placement/resource_providers",
 			header: map[string]string{"OpenStack-API-Version": "placement 1.39"},
 			body:   `{"name": "bb-rp", "uuid": "` + rpUUID + `"}`},
@@ -122,6 +132,8 @@ func blazarCases() []ebCase {
 		{name: "lease create: text/plain body", method: "POST", path: "/v1/leases", ctype: "text/plain", body: leaseJSON()},
 		{name: "lease create: unparsable content type", method: "POST", path: "/v1/leases", ctype: "application/", body: leaseJSON()},
 		{name: "lease create: JSON array body", method: "POST", path: "/v1/leases", body: `[]`},
+		{name: "lease create: body over 4 MiB", method: "POST", path: "/v1/leases",
+			body: `{"name": "` + strings.Repeat("x", 5<<20) + `"}`, show: `{"name": "xxx… (5 MiB of x)"}`},
 		{name: "lease create: JSON null body", method: "POST", path: "/v1/leases", body: `null`},
 		{name: "lease create: empty body", method: "POST", path: "/v1/leases", body: ``},
 		// Name and dates.
@@ -176,6 +188,9 @@ func blazarCases() []ebCase {
 		{name: "lease create: event not an object", method: "POST", path: "/v1/leases", body: leaseJSON("events", []any{"x"})},
 		{name: "lease create: event without event_type", method: "POST", path: "/v1/leases", body: leaseJSON("events", []any{map[string]any{"event_date": "2040-06-01 12:00"}})},
 		{name: "lease create: managed event type", method: "POST", path: "/v1/leases", body: leaseJSON("events", []any{map[string]any{"event_type": "start_lease", "event_date": "2040-06-01 12:00"}})},
+		{name: "lease create: event date not a date", method: "POST", path: "/v1/leases", body: leaseJSON("events", []any{map[string]any{"event_type": "notify", "event_date": "noon"}})},
+		{name: "lease create: floating ip amount not a number", method: "POST", path: "/v1/leases", body: leaseJSON("reservations", []any{map[string]any{"resource_type": "virtual:floatingip", "network_id": "net-1", "amount": "two"}})},
+		{name: "lease create: required_floatingips not a list", method: "POST", path: "/v1/leases", body: leaseJSON("reservations", []any{map[string]any{"resource_type": "virtual:floatingip", "network_id": "net-1", "amount": 1, "required_floatingips": "172.24.4.10"}})},
 		{name: "lease create: event without event_date", method: "POST", path: "/v1/leases", body: leaseJSON("events", []any{map[string]any{"event_type": "notify"}})},
 		// Policy on create.
 		{name: "setup gpu private", method: "PATCH", path: "/v1/os-hosts/properties/gpu", body: `{"private": true}`, setup: true},
@@ -216,6 +231,11 @@ func blazarCases() []ebCase {
 		{name: "lease update: bad query", method: "PUT", path: "/v1/leases/{lease}", body: `{"reservations": [{"id": "{res}", "hypervisor_properties": "[\"and\""}]}`},
 		{name: "lease update: not enough hosts", method: "PUT", path: "/v1/leases/{lease}", body: `{"reservations": [{"id": "{res}", "min": 4, "max": 4}]}`},
 		{name: "lease update: window onto reserved hosts", method: "PUT", path: "/v1/leases/{lease}", body: `{"start_date": "2041-01-01 00:00", "end_date": "2041-01-01 12:00"}`},
+		{name: "active lease update: new start date", method: "PUT", path: "/v1/leases/{active}", body: `{"start_date": "2038-01-01 00:00"}`},
+		{name: "active lease update: end in the past", method: "PUT", path: "/v1/leases/{active}", body: `{"end_date": "2020-01-01 00:00"}`},
+		{name: "active lease update: more hosts than match", method: "PUT", path: "/v1/leases/{active}", body: `{"reservations": [{"id": "{activeres}", "min": 2, "max": 2}]}`},
+		{name: "active lease update: requirement the host no longer meets", method: "PUT", path: "/v1/leases/{active}", body: `{"reservations": [{"id": "{activeres}", "resource_properties": "[\"==\", \"$gpu\", \"true\"]"}]}`},
+		{name: "active lease update: unknown key", method: "PUT", path: "/v1/leases/{active}", body: `{"status": "TERMINATED"}`},
 
 		// Hosts.
 		{name: "host create: malformed JSON", method: "POST", path: "/v1/os-hosts", body: `{`},
@@ -264,6 +284,9 @@ func blazarCases() []ebCase {
 		{name: "floating ip create: network id too long", method: "POST", path: "/v1/floatingips", body: `{"floating_network_id": "` + strings.Repeat("n", 256) + `", "floating_ip_address": "172.24.4.20"}`},
 		{name: "floating ip create: duplicate", method: "POST", path: "/v1/floatingips", body: `{"floating_network_id": "net-1", "floating_ip_address": "172.24.4.10"}`},
 		{name: "floating ip create: malformed JSON", method: "POST", path: "/v1/floatingips", body: `[`},
+		{name: "setup lease on the floating ip", setup: true, method: "POST", path: "/v1/leases",
+			body: leaseJSON("name", "fip", "start_date", "2042-01-01 00:00", "end_date", "2042-01-02 00:00", "reservations", []any{map[string]any{"resource_type": "virtual:floatingip", "network_id": "net-1", "amount": 1}})},
+		{name: "floating ip delete: reserved", method: "DELETE", path: "/v1/floatingips/{fip}"},
 		{name: "floating ip show: unknown id", method: "GET", path: "/v1/floatingips/" + unknownUUID},
 		{name: "floating ip delete: unknown id", method: "DELETE", path: "/v1/floatingips/" + unknownUUID},
 
@@ -302,6 +325,12 @@ func blazarCases() []ebCase {
 func placementCases(v string) []ebCase {
 	h := map[string]string{"OpenStack-API-Version": "placement " + v}
 	p := "placement " + v + ": "
+	// The allocation body's consumer fields by version (1.28 generation,
+	// 1.38 type).
+	consumer := ""
+	if minor, _ := strconv.Atoi(strings.TrimPrefix(v, "1.")); minor >= 38 {
+		consumer = `, "consumer_generation": null, "consumer_type": "INSTANCE"`
+	}
 	return []ebCase{
 		{name: p + "unknown provider", method: "GET", path: "/placement/resource_providers/" + unknownUUID, header: h},
 		{name: p + "provider uuid malformed", method: "GET", path: "/placement/resource_providers/not-a-uuid", header: h},
@@ -313,6 +342,16 @@ func placementCases(v string) []ebCase {
 			body: `{"resource_provider_generation": 99, "inventories": {"VCPU": {"total": 4}}}`},
 		{name: p + "inventories, bad body", method: "PUT", path: "/placement/resource_providers/" + rpUUID + "/inventories", header: h,
 			body: `{"inventories": {"VCPU": {"total": 4}}}`},
+		{name: p + "inventories, unknown provider", method: "PUT", path: "/placement/resource_providers/" + unknownUUID + "/inventories", header: h,
+			body: `{"resource_provider_generation": 0, "inventories": {}}`},
+		{name: p + "allocations, bad body", method: "PUT", path: "/placement/allocations/" + unknownUUID, header: h, body: `{"allocations": []}`},
+		{name: p + "allocations over capacity", method: "PUT", path: "/placement/allocations/" + unknownUUID, header: h,
+			body: `{"allocations": {"` + rpUUID + `": {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u"` + consumer + `}`},
+		{name: p + "delete unknown allocations", method: "DELETE", path: "/placement/allocations/" + unknownUUID, header: h},
+		{name: p + "body without content type", method: "POST", path: "/placement/resource_providers", header: h, ctype: "-", body: `{"name": "z"}`},
+		{name: p + "resource class, bad name", method: "POST", path: "/placement/resource_classes", header: h, body: `{"name": "NOT_CUSTOM"}`},
+		{name: p + "trait, bad name", method: "PUT", path: "/placement/traits/lower_case", header: h},
+		{name: p + "allocation candidates, bad resources", method: "GET", path: "/placement/allocation_candidates?resources=VCPU:x", header: h},
 		{name: p + "unknown resource class", method: "GET", path: "/placement/resource_classes/CUSTOM_NOPE", header: h},
 		{name: p + "unknown route", method: "GET", path: "/placement/nope", header: h},
 		{name: p + "wrong method", method: "PATCH", path: "/placement/resource_providers", header: h, body: `{}`},
@@ -417,6 +456,33 @@ func sendCase(t *testing.T, client *http.Client, base string, c ebCase, vars map
 	return resp, b
 }
 
+// waitLeaseStatus polls the lease until it has status want (bounded:
+// the event manager starts a lease due now within moments).
+func waitLeaseStatus(t *testing.T, client *http.Client, base, id, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := client.Get(base + "/v1/leases/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Lease struct {
+				Status string `json:"status"`
+			} `json:"lease"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&doc)
+		resp.Body.Close()
+		if err == nil && doc.Lease.Status == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lease %s: status %q after 30 s, want %s (%v)", id, doc.Lease.Status, want, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // renderCase is a case's block in the golden file.
 func renderCase(c ebCase, path, reqBody string, resp *http.Response, body []byte) string {
 	var b strings.Builder
@@ -482,6 +548,9 @@ func TestErrorBodiesGolden(t *testing.T) {
 			t.Fatalf("duplicate case name %q", c.name)
 		}
 		seen[c.name] = true
+		if c.waitLease != "" {
+			waitLeaseStatus(t, client, srv.URL, substitute(t, c.waitLease, vars), c.waitStatus)
+		}
 		resp, body := sendCase(t, client, srv.URL, c, vars)
 		if c.setup {
 			if resp.StatusCode/100 != 2 {
@@ -506,7 +575,10 @@ func TestErrorBodiesGolden(t *testing.T) {
 			t.Errorf("%s: status %d, every recorded case must be an error: %s", c.name, resp.StatusCode, body)
 		}
 		var reqBody string
-		if c.body != "" {
+		switch {
+		case c.show != "":
+			reqBody = c.show
+		case c.body != "":
 			reqBody = substitute(t, c.body, vars)
 		}
 		gotNames = append(gotNames, c.name)
