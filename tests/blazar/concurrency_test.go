@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -253,6 +254,22 @@ func noRefusals(t *testing.T, refusals []string) {
 	t.Errorf("%d creates refused although free hosts remained; first ones:\n%s", len(refusals), strings.Join(shown, "\n"))
 }
 
+// EnvConcurrencyKnownFail=1 skips the refusals of the concurrency run
+// that fails on the current code (see TestConcurrentLeaseCreatesManyHosts).
+const EnvConcurrencyKnownFail = "LEASEHOLD_CONCURRENCY_KNOWN_FAIL"
+
+// knownFail is noRefusals for a run known to fail today: with
+// LEASEHOLD_CONCURRENCY_KNOWN_FAIL=1 the refusals skip the test instead
+// (a failure recorded before, such as a double booking, still counts).
+func knownFail(t *testing.T, refusals []string) {
+	t.Helper()
+	if len(refusals) > 0 && os.Getenv(EnvConcurrencyKnownFail) == "1" {
+		t.Skipf("KNOWN FAILURE, skipped because %s=1: %d creates refused although free hosts remained, e.g. %s",
+			EnvConcurrencyKnownFail, len(refusals), refusals[0])
+	}
+	noRefusals(t, refusals)
+}
+
 var concurrencyWindow = time.Date(2040, 3, 1, 8, 0, 0, 0, time.UTC)
 
 // TestConcurrentLeaseCreatesTwoServers: 40 hosts, 20 concurrent creates
@@ -289,42 +306,75 @@ func TestConcurrentLeaseCreatesTwoServers(t *testing.T) {
 	}
 }
 
-// TestConcurrentLeaseCreatesManyHosts: 1,000 hosts, 10 clients creating
-// 300 leases back to back (1 to 3 hosts each, overlapping windows) on two
-// servers. The demand never exceeds the hosts, so every create must
+// TestConcurrentLeaseCreatesManyHosts: 1,000 hosts on two servers, then
+// clients creating 300 leases back to back (1 to 3 hosts each): 10
+// clients over overlapping windows, then 30 clients all in one other
+// window. The demand never exceeds the hosts, so every create must
 // succeed, and no host may be booked twice in overlapping windows.
+//
+// The 30-client run fails on the current code: a few creates are refused
+// with 409 "Too many concurrent bookings of the same resources; try
+// again." while hundreds of hosts are free (Blazar's behaviour, which
+// Leasehold means to beat). LEASEHOLD_CONCURRENCY_KNOWN_FAIL=1 skips
+// that run's refusals (double bookings still fail it) until the lease
+// engine is fixed.
 func TestConcurrentLeaseCreatesManyHosts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two servers per database")
 	}
-	const nHosts, nLeases, clients = 1000, 300, 10
+	const nHosts, nLeases = 1000, 300
+	runs := []struct {
+		name      string
+		clients   int
+		window    time.Time
+		stagger   bool
+		knownFail bool
+	}{
+		{"10 clients, overlapping windows", 10, concurrencyWindow, true, false},
+		{"30 clients, one window", 30, concurrencyWindow.AddDate(0, 1, 0), false, true},
+	}
 	for _, d := range dbtest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
 			p := startPair(t, d)
 			began := time.Now()
 			p.registerHosts(ctx, t, nHosts)
-			registered := time.Since(began)
-			wants := make([]leaseWant, nLeases)
-			demand := 0
-			for i := range wants {
-				// Windows of 1 to 3 hours starting on one of 6 hours: most
-				// pairs overlap.
-				start := concurrencyWindow.Add(time.Duration(i%6) * time.Hour)
-				wants[i] = leaseWant{name: fmt.Sprintf("many-%03d", i), start: start, end: start.Add(time.Duration(1+i%3) * time.Hour), hosts: 1 + (i/3)%3}
-				demand += wants[i].hosts
+			t.Logf("%s: registered %d hosts in %s", d, nHosts, time.Since(began).Round(time.Millisecond))
+			// Every run's creates, for the booking check: the allocations
+			// list shows all of them.
+			var all []createResult
+			for _, run := range runs {
+				t.Run(run.name, func(t *testing.T) {
+					wants := make([]leaseWant, nLeases)
+					demand := 0
+					for i := range wants {
+						start := run.window
+						if run.stagger {
+							// Windows of 1 to 3 hours starting on one of 6
+							// hours: most pairs overlap.
+							start = start.Add(time.Duration(i%6) * time.Hour)
+						}
+						wants[i] = leaseWant{name: fmt.Sprintf("many-%d-%03d", run.clients, i), start: start, end: start.Add(time.Duration(1+i%3) * time.Hour), hosts: 1 + (i/3)%3}
+						demand += wants[i].hosts
+					}
+					if demand > nHosts {
+						t.Fatalf("test bug: %d hosts asked for in total, only %d registered", demand, nHosts)
+					}
+					began := time.Now()
+					results := p.createAll(ctx, run.clients, wants)
+					took := time.Since(began)
+					all = append(all, results...)
+					ok, refusals := summarise(results)
+					t.Logf("%s, %s: %d of %d creates succeeded in %s", d, run.name, ok, nLeases, took.Round(time.Millisecond))
+					checkBookings(t, p.allocations(ctx, t), all)
+					if run.knownFail {
+						knownFail(t, refusals)
+					} else {
+						noRefusals(t, refusals)
+					}
+				})
 			}
-			if demand > nHosts {
-				t.Fatalf("test bug: %d hosts asked for in total, only %d registered", demand, nHosts)
-			}
-			began = time.Now()
-			results := p.createAll(ctx, clients, wants)
-			took := time.Since(began)
-			ok, refusals := summarise(results)
-			t.Logf("%s: registered %d hosts in %s; %d of %d creates succeeded in %s", d, nHosts, registered.Round(time.Millisecond), ok, nLeases, took.Round(time.Millisecond))
-			checkBookings(t, p.allocations(ctx, t), results)
-			noRefusals(t, refusals)
 		})
 	}
 }
