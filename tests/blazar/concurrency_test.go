@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -254,22 +253,6 @@ func noRefusals(t *testing.T, refusals []string) {
 	t.Errorf("%d creates refused although free hosts remained; first ones:\n%s", len(refusals), strings.Join(shown, "\n"))
 }
 
-// EnvConcurrencyKnownFail=1 skips the refusals of the concurrency run
-// that fails on the current code (see TestConcurrentLeaseCreatesManyHosts).
-const EnvConcurrencyKnownFail = "LEASEHOLD_CONCURRENCY_KNOWN_FAIL"
-
-// knownFail is noRefusals for a run known to fail today: with
-// LEASEHOLD_CONCURRENCY_KNOWN_FAIL=1 the refusals skip the test instead
-// (a failure recorded before, such as a double booking, still counts).
-func knownFail(t *testing.T, refusals []string) {
-	t.Helper()
-	if len(refusals) > 0 && os.Getenv(EnvConcurrencyKnownFail) == "1" {
-		t.Skipf("KNOWN FAILURE, skipped because %s=1: %d creates refused although free hosts remained, e.g. %s",
-			EnvConcurrencyKnownFail, len(refusals), refusals[0])
-	}
-	noRefusals(t, refusals)
-}
-
 var concurrencyWindow = time.Date(2040, 3, 1, 8, 0, 0, 0, time.UTC)
 
 // TestConcurrentLeaseCreatesTwoServers: 40 hosts, 20 concurrent creates
@@ -312,26 +295,23 @@ func TestConcurrentLeaseCreatesTwoServers(t *testing.T) {
 // window. The demand never exceeds the hosts, so every create must
 // succeed, and no host may be booked twice in overlapping windows.
 //
-// The 30-client run fails on the current code: a few creates are refused
-// with 409 "Too many concurrent bookings of the same resources; try
-// again." while hundreds of hosts are free (Blazar's behaviour, which
-// Leasehold means to beat). LEASEHOLD_CONCURRENCY_KNOWN_FAIL=1 skips
-// that run's refusals (double bookings still fail it) until the lease
-// engine is fixed.
+// Upstream Blazar refuses a few of the 30-client creates with 409 "Too
+// many concurrent bookings of the same resources; try again." while
+// hundreds of hosts are free; here a booking that loses a race re-plans
+// on the hosts still free, so none may be refused.
 func TestConcurrentLeaseCreatesManyHosts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two servers per database")
 	}
 	const nHosts, nLeases = 1000, 300
 	runs := []struct {
-		name      string
-		clients   int
-		window    time.Time
-		stagger   bool
-		knownFail bool
+		name    string
+		clients int
+		window  time.Time
+		stagger bool
 	}{
-		{"10 clients, overlapping windows", 10, concurrencyWindow, true, false},
-		{"30 clients, one window", 30, concurrencyWindow.AddDate(0, 1, 0), false, true},
+		{"10 clients, overlapping windows", 10, concurrencyWindow, true},
+		{"30 clients, one window", 30, concurrencyWindow.AddDate(0, 1, 0), false},
 	}
 	for _, d := range dbtest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
@@ -368,11 +348,7 @@ func TestConcurrentLeaseCreatesManyHosts(t *testing.T) {
 					ok, refusals := summarise(results)
 					t.Logf("%s, %s: %d of %d creates succeeded in %s", d, run.name, ok, nLeases, took.Round(time.Millisecond))
 					checkBookings(t, p.allocations(ctx, t), all)
-					if run.knownFail {
-						knownFail(t, refusals)
-					} else {
-						noRefusals(t, refusals)
-					}
+					noRefusals(t, refusals)
 				})
 			}
 		})
