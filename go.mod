@@ -16,6 +16,7 @@ require (
 	gopkg.in/ini.v1 v1.67.3
 	gorm.io/driver/mysql v1.6.0
 	gorm.io/gorm v1.31.2
+	modernc.org/sqlite v1.56.0
 	pgregory.net/rapid v1.3.0
 )
 
@@ -41,5 +42,4 @@ require (
 	modernc.org/libc v1.74.4 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.11.0 // indirect
-	modernc.org/sqlite v1.56.0 // indirect
 )

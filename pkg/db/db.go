@@ -18,6 +18,7 @@ import (
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+	_ "modernc.org/sqlite" // the "sqlite" driver whose DSN parameters ParseURL writes
 )
 
 // SQLite runs on modernc.org/sqlite (pure Go, so the binary stays
@@ -200,7 +201,7 @@ func IsDuplicate(err error) bool { return errors.Is(err, gorm.ErrDuplicatedKey) 
 // The DSN from ParseURL already carries the pragmas, the time format and
 // the transaction lock mode.
 func openSQLite(dsn string, cfg *gorm.Config) (*gorm.DB, error) {
-	pool, err := sql.Open(gormsqlite.DriverName, dsn)
+	pool, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, err
 	}
