@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/microversion"
 )
 
@@ -35,7 +36,7 @@ func (a *API) getAggregates(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !ctxVersion(r.Context()).AtLeast(1, 1) {
-		return errStatus(http.StatusNotFound, "")
+		return errOf(errs.NotFound, "")
 	}
 	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:aggregates:list", ""); err != nil {
 		return err
@@ -56,7 +57,7 @@ func (a *API) setAggregates(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !ctxVersion(r.Context()).AtLeast(1, 1) {
-		return errStatus(http.StatusNotFound, "")
+		return errOf(errs.NotFound, "")
 	}
 	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:aggregates:update", ""); err != nil {
 		return err

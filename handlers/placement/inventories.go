@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/microversion"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/pkg/pyjsonschema"
@@ -72,8 +73,7 @@ func providerNotFound(err error, uuid, sep string) error {
 }
 
 func errMsg(err error) string {
-	var pe *placement.Error
-	if errors.As(err, &pe) {
+	if pe := errs.As(err); pe != nil {
 		return pe.Msg
 	}
 	return err.Error()
@@ -255,7 +255,7 @@ func (a *API) setInventories(w http.ResponseWriter, r *http.Request) error {
 // (1.5; 405 before).
 func (a *API) deleteInventories(w http.ResponseWriter, r *http.Request) error {
 	if !ctxVersion(r.Context()).AtLeast(1, 5) {
-		return &httpError{status: http.StatusMethodNotAllowed}
+		return errOf(errs.MethodNotAllowed, "")
 	}
 	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:inventories:delete", ""); err != nil {
 		return err

@@ -329,7 +329,7 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 				after := in.usedAll - in.usedOwn + needed[k]
 				capacity := float64(in.total-in.reserved) * in.ratio
 				if capacity < float64(after) && after > in.usedAll {
-					return nil, Conflict("", "Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would exceed the capacity.", class, rpUUID)
+					return nil, NotEnough("Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would exceed the capacity.", class, rpUUID)
 				}
 				inserts = append(inserts, allocInsert{rp: rp.id, consumer: w.UUID, classID: in.classID, used: n})
 			}

@@ -19,7 +19,7 @@ import (
 // required, member_of and in_tree (and their granular, suffixed forms).
 // They reproduce placement.util / placement.lib of Placement 8.0.0,
 // including the exact error messages, because the conformance suite
-// asserts them. Every parser returns a *Error (400) on bad input.
+// asserts them. Every parser returns a BadRequest *errs.Error on bad input.
 
 // Query is a parsed query string with WebOb's semantics: pairs are split
 // on '&' and ';', '+' means space, a key without '=' has the value "", and

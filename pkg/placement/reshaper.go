@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/leasehold/leasehold/pkg/errs"
 	"gorm.io/gorm"
 )
 
@@ -170,7 +171,7 @@ func checkReshapeConsumers(tx *gorm.DB, writes []ConsumerWrite) error {
 // reshaper handler does.
 func reshapeInventoryError(err error) error {
 	var ic *InventoryConflict
-	var pe *Error
+	pe := errs.As(err)
 	switch {
 	case errors.As(err, &ic):
 		code := ic.Code
@@ -180,7 +181,7 @@ func reshapeInventoryError(err error) error {
 		return Conflict(code, "update conflict: %s", ic.Msg)
 	case IsNoSuchResourceClass(err):
 		return BadRequest("malformed reshaper data: %s", err.Error())
-	case errors.As(err, &pe) && pe.Status == 409:
+	case pe != nil && (pe.Kind == errs.Conflict || pe.Kind == errs.NotEnoughResources):
 		return Conflict(CodeConcurrentUpdate, "update conflict: %s", pe.Msg)
 	}
 	return err

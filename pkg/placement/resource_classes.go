@@ -2,7 +2,6 @@ package placement
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // ResourceClass is a standard or custom resource class.
@@ -51,7 +51,7 @@ func getResourceClass(tx *gorm.DB, name string) (*ResourceClass, error) {
 // errNoSuchResourceClass is exception.ResourceClassNotFound (a 404 when
 // it escapes to the API as is; handlers wrap it into 400s where upstream
 // does).
-func errNoSuchResourceClass(name string) *Error {
+func errNoSuchResourceClass(name string) *errs.Error {
 	return NotFound("No such resource class %s.", name)
 }
 
@@ -240,17 +240,4 @@ func (s *Service) DeleteResourceClass(ctx context.Context, name string) error {
 		}
 		return nil
 	})
-}
-
-// IsNotFoundErr reports whether err is a domain 404.
-func IsNotFoundErr(err error) bool {
-	var pe *Error
-	return errors.As(err, &pe) && pe.Status == 404
-}
-
-// IsNoSuchResourceClass reports exception.ResourceClassNotFound (a class
-// name that does not exist).
-func IsNoSuchResourceClass(err error) bool {
-	var pe *Error
-	return errors.As(err, &pe) && strings.HasPrefix(pe.Msg, "No such resource class ")
 }

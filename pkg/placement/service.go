@@ -16,7 +16,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -89,9 +88,6 @@ func lockConflict(err error) bool {
 // conn returns a non-transactional session for reads.
 func (s *Service) conn(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
 
-// errConcurrent is the generation-conflict error for a provider.
-func errConcurrent(msg string) *Error { return Conflict(CodeConcurrentUpdate, "%s", msg) }
-
 // bumpGeneration increments a provider's generation if it still is gen.
 func bumpGeneration(tx *gorm.DB, providerID, gen int64, now time.Time) error {
 	res, err := db.SQLOf(tx).ExecContext(tx.Statement.Context,
@@ -111,14 +107,3 @@ func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 // isNotFound reports a missing row.
 func isNotFound(err error) bool { return errors.Is(err, gorm.ErrRecordNotFound) }
-
-func wrap(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *Error
-	if errors.As(err, &pe) {
-		return err
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}

@@ -2,7 +2,6 @@ package placement
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // Trait is a standard or custom trait.
@@ -32,7 +32,7 @@ type TraitFilter struct {
 }
 
 // errNoSuchTrait is exception.TraitNotFound.
-func errNoSuchTrait(names ...string) *Error {
+func errNoSuchTrait(names ...string) *errs.Error {
 	return NotFound("No such trait(s): %s.", strings.Join(names, ", "))
 }
 
@@ -284,10 +284,4 @@ func (s *Service) DeleteProviderTraits(ctx context.Context, uuid string) error {
 		}
 		return setProviderTraits(tx, p, nil)
 	})
-}
-
-// IsNoSuchTrait reports exception.TraitNotFound.
-func IsNoSuchTrait(err error) bool {
-	var pe *Error
-	return errors.As(err, &pe) && strings.HasPrefix(pe.Msg, "No such trait(s): ")
 }
