@@ -37,6 +37,8 @@ UNION ALL SELECT COUNT(*), COALESCE(SUM(used), 0), COALESCE(SUM((used % 1000003)
 UNION ALL SELECT COUNT(*), COALESCE(MAX(id), 0), 0, 0 FROM traits
 UNION ALL SELECT COUNT(*), COALESCE(MAX(id), 0), MAX(updated_at), COALESCE(SUM(LENGTH(name)), 0) FROM resource_classes`
 
+// snapshotCache is a Service's allocation-candidates snapshot with the
+// marker it was built at.
 type snapshotCache struct {
 	mu     sync.Mutex // serialises rebuilds
 	cur    sync.Mutex // guards marker/snap
@@ -100,13 +102,6 @@ func (c *snapshotCache) readLoop(read func() (string, error)) {
 		call.marker, call.err = read()
 		close(call.done)
 	}
-}
-
-var snapshotCaches sync.Map // *db.DB → *snapshotCache
-
-func cacheFor(d *db.DB) *snapshotCache {
-	c, _ := snapshotCaches.LoadOrStore(d, &snapshotCache{})
-	return c.(*snapshotCache)
 }
 
 func readMarker(tx *gorm.DB) (string, error) {
@@ -188,7 +183,7 @@ func (c *snapshotCache) readMarkerFast(ctx context.Context, d *db.DB) (string, e
 // candidateSnapshot returns a snapshot that reflects every write
 // committed before the call.
 func (s *Service) candidateSnapshot(ctx context.Context) (*candidates.Snapshot, error) {
-	c := cacheFor(s.db)
+	c := s.snapshots
 	marker, err := c.sharedMarker(func() (string, error) {
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

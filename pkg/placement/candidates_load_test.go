@@ -307,7 +307,7 @@ func TestAllocationCandidatesSeeOtherProcessWrites(t *testing.T) {
 			t.Fatalf("before: %d candidates", got)
 		}
 	}
-	c := cacheFor(d)
+	c := f.svc.snapshots
 	c.dv.Lock()
 	fast := c.dvValid
 	c.dv.Unlock()

@@ -10,7 +10,6 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/leasehold/leasehold/models"
-	"github.com/leasehold/leasehold/pkg/db"
 )
 
 // UnknownConsumerType is how a consumer written without a type (before
@@ -93,23 +92,12 @@ type consumerTypeCache struct {
 	ids map[string]int64
 }
 
-// consumerTypeCaches holds one consumerTypeCache per open database.
-var consumerTypeCaches sync.Map // *db.DB → *consumerTypeCache
-
-func typeCacheFor(d *db.DB) *consumerTypeCache {
-	if c, ok := consumerTypeCaches.Load(d); ok {
-		return c.(*consumerTypeCache)
-	}
-	c, _ := consumerTypeCaches.LoadOrStore(d, &consumerTypeCache{ids: map[string]int64{}})
-	return c.(*consumerTypeCache)
-}
-
 // consumerTypeID returns the id of the consumer type name, creating the
 // type if needed. Creation is a write of its own (as upstream does), so
 // concurrent writers of a new type all see it and an allocation write
 // that later fails leaves only a harmless unused name.
 func (s *Service) consumerTypeID(ctx context.Context, name string) (int64, error) {
-	cache := typeCacheFor(s.db)
+	cache := s.consumerTypes
 	cache.mu.RLock()
 	id, ok := cache.ids[name]
 	cache.mu.RUnlock()

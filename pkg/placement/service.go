@@ -30,15 +30,27 @@ type Config struct {
 	IncompleteConsumerUserID    string
 }
 
-// Service implements the Placement domain on a database.
+// Service implements the Placement domain on a database. It owns the
+// caches kept for that database: build one Service per database and share
+// it (a second Service on the same database is correct, with caches of
+// its own).
 type Service struct {
 	db  *db.DB
 	cfg Config
+	// snapshots is the allocation-candidates snapshot, rebuilt when the
+	// database's marker changes.
+	snapshots *snapshotCache
+	// consumerTypes maps consumer type names to ids.
+	consumerTypes *consumerTypeCache
 }
 
 // NewService returns a Service on d.
 func NewService(d *db.DB, cfg Config) *Service {
-	return &Service{db: d, cfg: cfg}
+	return &Service{
+		db: d, cfg: cfg,
+		snapshots:     &snapshotCache{},
+		consumerTypes: &consumerTypeCache{ids: map[string]int64{}},
+	}
 }
 
 // DB exposes the database for services layered on Placement (the Blazar
