@@ -59,13 +59,10 @@ func (a *API) setAggregates(w http.ResponseWriter, r *http.Request) error {
 	if !ctxVersion(r.Context()).AtLeast(1, 1) {
 		return errOf(errs.NotFound, "")
 	}
-	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:aggregates:update", ""); err != nil {
-		return err
-	}
 	withGen := ctxVersion(r.Context()).AtLeast(1, 19)
 	uuid := chi.URLParam(r, "uuid")
-	if _, err := a.svc.GetProvider(r.Context(), uuid); err != nil {
-		return escapedNotFound(err)
+	if _, err := a.authorizedProvider(r, "placement:resource_providers:aggregates:update"); err != nil {
+		return err
 	}
 	schema := schemaAggregateList
 	if withGen {

@@ -70,19 +70,9 @@ func (s *Service) WriteAllocations(ctx context.Context, ws []ConsumerWrite, mult
 	if err := checkWrites(ws); err != nil {
 		return err
 	}
-	typeIDs := map[string]int64{}
-	for _, w := range ws {
-		if w.Type == "" {
-			continue
-		}
-		if _, ok := typeIDs[w.Type]; ok {
-			continue
-		}
-		id, err := s.consumerTypeID(ctx, w.Type)
-		if err != nil {
-			return err
-		}
-		typeIDs[w.Type] = id
+	typeIDs, err := s.consumerTypeIDs(ctx, ws)
+	if err != nil {
+		return err
 	}
 	plan := func(tx *gorm.DB) (func(tx *gorm.DB) error, error) {
 		return s.planAllocations(tx, ws, typeIDs, multi)

@@ -188,18 +188,7 @@ func bumpGenerations(tx *gorm.DB, bump map[int64]int64, t time.Time) error {
 		}
 		args = append(args, id, bump[id])
 	}
-	res, err := db.SQLOf(tx).ExecContext(tx.Statement.Context, sb.String(), args...)
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n != int64(len(ids)) {
-		return &errRetry{msgProviderRace}
-	}
-	return nil
+	return execAll(tx, sb.String(), args, int64(len(ids)))
 }
 
 // usageRowsExist reports whether every usage change in delta is on a
@@ -271,7 +260,13 @@ func bumpWithUsage(tx *gorm.DB, bump map[int64]int64, delta map[usageKey]int64, 
 		sb.WriteString("(rp.id = ? AND rp.generation = ?)")
 		args = append(args, id, bump[id])
 	}
-	res, err := db.SQLOf(tx).ExecContext(tx.Statement.Context, sb.String(), args...)
+	return execAll(tx, sb.String(), args, int64(len(ids)+len(keys)))
+}
+
+// execAll runs an optimistic UPDATE that must change want rows: fewer
+// means a provider's generation moved since it was read, a lost race.
+func execAll(tx *gorm.DB, q string, args []any, want int64) error {
+	res, err := db.SQLOf(tx).ExecContext(tx.Statement.Context, q, args...)
 	if err != nil {
 		return err
 	}
@@ -279,7 +274,7 @@ func bumpWithUsage(tx *gorm.DB, bump map[int64]int64, delta map[usageKey]int64, 
 	if err != nil {
 		return err
 	}
-	if n != int64(len(ids)+len(keys)) {
+	if n != want {
 		return &errRetry{msgProviderRace}
 	}
 	return nil

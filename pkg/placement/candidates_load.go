@@ -249,15 +249,19 @@ func LoadSnapshotInto(tx *gorm.DB, b *candidates.Builder) (*candidates.Snapshot,
 		}
 		return rows.Err()
 	}
-	if err := each("SELECT id, name FROM resource_classes", func(r *sql.Rows) error {
-		var id int64
-		var name string
-		if err := r.Scan(&id, &name); err != nil {
-			return err
-		}
-		b.AddClass(id, name)
-		return nil
-	}); err != nil {
+	// idNames reads (id, name) rows into add.
+	idNames := func(q string, add func(id int64, name string)) error {
+		return each(q, func(r *sql.Rows) error {
+			var id int64
+			var name string
+			if err := r.Scan(&id, &name); err != nil {
+				return err
+			}
+			add(id, name)
+			return nil
+		})
+	}
+	if err := idNames("SELECT id, name FROM resource_classes", b.AddClass); err != nil {
 		return nil, err
 	}
 	if err := each("SELECT name FROM traits ORDER BY id", func(r *sql.Rows) error {
@@ -305,26 +309,10 @@ func LoadSnapshotInto(tx *gorm.DB, b *candidates.Builder) (*candidates.Snapshot,
 	}); err != nil {
 		return nil, err
 	}
-	if err := each("SELECT rpt.resource_provider_id, t.name FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id ORDER BY rpt.resource_provider_id, rpt.trait_id", func(r *sql.Rows) error {
-		var rp int64
-		var name string
-		if err := r.Scan(&rp, &name); err != nil {
-			return err
-		}
-		b.AddProviderTrait(rp, name)
-		return nil
-	}); err != nil {
+	if err := idNames("SELECT rpt.resource_provider_id, t.name FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id ORDER BY rpt.resource_provider_id, rpt.trait_id", b.AddProviderTrait); err != nil {
 		return nil, err
 	}
-	if err := each("SELECT rpa.resource_provider_id, a.uuid FROM resource_provider_aggregates rpa JOIN placement_aggregates a ON a.id = rpa.aggregate_id", func(r *sql.Rows) error {
-		var rp int64
-		var agg string
-		if err := r.Scan(&rp, &agg); err != nil {
-			return err
-		}
-		b.AddProviderAggregate(rp, agg)
-		return nil
-	}); err != nil {
+	if err := idNames("SELECT rpa.resource_provider_id, a.uuid FROM resource_provider_aggregates rpa JOIN placement_aggregates a ON a.id = rpa.aggregate_id", b.AddProviderAggregate); err != nil {
 		return nil, err
 	}
 	return b.Build(), nil

@@ -92,6 +92,25 @@ type consumerTypeCache struct {
 	ids map[string]int64
 }
 
+// consumerTypeIDs returns the ids of the consumer types ws name, by name.
+func (s *Service) consumerTypeIDs(ctx context.Context, ws []ConsumerWrite) (map[string]int64, error) {
+	typeIDs := map[string]int64{}
+	for _, w := range ws {
+		if w.Type == "" {
+			continue
+		}
+		if _, ok := typeIDs[w.Type]; ok {
+			continue
+		}
+		id, err := s.consumerTypeID(ctx, w.Type)
+		if err != nil {
+			return nil, err
+		}
+		typeIDs[w.Type] = id
+	}
+	return typeIDs, nil
+}
+
 // consumerTypeID returns the id of the consumer type name, creating the
 // type if needed. Creation is a write of its own (as upstream does), so
 // concurrent writers of a new type all see it and an allocation write

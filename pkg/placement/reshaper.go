@@ -32,21 +32,11 @@ type ReshapeInventory struct {
 // allocate inventory"); inventory still in use (409 inventory.inuse);
 // lost races (409 concurrent_update).
 func (s *Service) Reshape(ctx context.Context, invs []ReshapeInventory, writes []ConsumerWrite) error {
-	typeIDs := map[string]int64{}
-	for _, w := range writes {
-		if w.Type == "" {
-			continue
-		}
-		if _, ok := typeIDs[w.Type]; ok {
-			continue
-		}
-		id, err := s.consumerTypeID(ctx, w.Type)
-		if err != nil {
-			return err
-		}
-		typeIDs[w.Type] = id
+	typeIDs, err := s.consumerTypeIDs(ctx, writes)
+	if err != nil {
+		return err
 	}
-	err := s.writeTx(ctx, func(tx *gorm.DB) error {
+	err = s.writeTx(ctx, func(tx *gorm.DB) error {
 		providers := make([]*Provider, len(invs))
 		for i, ri := range invs {
 			p, err := getProvider(tx, ri.ProviderUUID)

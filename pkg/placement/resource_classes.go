@@ -38,12 +38,18 @@ func (s *Service) GetResourceClass(ctx context.Context, name string) (*ResourceC
 }
 
 func getResourceClass(tx *gorm.DB, name string) (*ResourceClass, error) {
-	var out []ResourceClass
-	if err := tx.Raw("SELECT id, name, created_at, updated_at FROM resource_classes WHERE name = ?", name).Scan(&out).Error; err != nil {
-		return nil, wrap("get resource class", err)
+	return getNamed[ResourceClass](tx, "resource_classes", name, func(n string) error { return errNoSuchResourceClass(n) })
+}
+
+// getNamed reads the row called name from table (resource_classes or
+// traits); unknown is the error for a name that is not there.
+func getNamed[T ResourceClass | Trait](tx *gorm.DB, table, name string, unknown func(string) error) (*T, error) {
+	var out []T
+	if err := tx.Raw("SELECT id, name, created_at, updated_at FROM "+table+" WHERE name = ?", name).Scan(&out).Error; err != nil {
+		return nil, wrap("get from "+table, err)
 	}
 	if len(out) == 0 {
-		return nil, errNoSuchResourceClass(name)
+		return nil, unknown(name)
 	}
 	return &out[0], nil
 }

@@ -78,14 +78,7 @@ func (s *Service) GetTrait(ctx context.Context, name string) (*Trait, error) {
 }
 
 func getTrait(tx *gorm.DB, name string) (*Trait, error) {
-	var out []Trait
-	if err := tx.Raw("SELECT id, name, created_at, updated_at FROM traits WHERE name = ?", name).Scan(&out).Error; err != nil {
-		return nil, wrap("get trait", err)
-	}
-	if len(out) == 0 {
-		return nil, errNoSuchTrait(name)
-	}
-	return &out[0], nil
+	return getNamed[Trait](tx, "traits", name, func(n string) error { return errNoSuchTrait(n) })
 }
 
 // EnsureTrait creates the custom trait name unless it exists, reporting
