@@ -32,7 +32,7 @@ const providerSelect = `SELECT rp.id, rp.uuid, rp.name, rp.generation, rp.parent
  LEFT JOIN resource_providers p ON p.id = rp.parent_provider_id
  LEFT JOIN resource_providers r ON r.id = rp.root_provider_id`
 
-// GetProvider returns the provider with uuid or a 404 error.
+// GetProvider returns the provider with uuid or a NotFound error.
 func (s *Service) GetProvider(ctx context.Context, id string) (*Provider, error) {
 	return getProvider(s.conn(ctx), id)
 }

@@ -32,7 +32,7 @@ func (s *Service) ListResourceClasses(ctx context.Context) ([]ResourceClass, err
 	return out, wrap("list resource classes", err)
 }
 
-// GetResourceClass returns the class called name, or a 404.
+// GetResourceClass returns the class called name, or a NotFound error.
 func (s *Service) GetResourceClass(ctx context.Context, name string) (*ResourceClass, error) {
 	return getResourceClass(s.conn(ctx), name)
 }
@@ -109,7 +109,7 @@ func resourceClassNames(tx *gorm.DB) (map[int64]string, error) {
 }
 
 // CreateResourceClass creates the custom class name (already validated as
-// CUSTOM_…). An existing class is a 409.
+// CUSTOM_…). An existing class is a Conflict.
 func (s *Service) CreateResourceClass(ctx context.Context, name string) (*ResourceClass, error) {
 	var out *ResourceClass
 	err := s.wtx(ctx, func(tx *gorm.DB) error {

@@ -72,7 +72,7 @@ func (s *Service) ListTraits(ctx context.Context, f TraitFilter) ([]Trait, error
 	return out, wrap("list traits", err)
 }
 
-// GetTrait returns the trait name or a 404.
+// GetTrait returns the trait name or a NotFound error.
 func (s *Service) GetTrait(ctx context.Context, name string) (*Trait, error) {
 	return getTrait(s.conn(ctx), name)
 }
