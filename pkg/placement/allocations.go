@@ -248,17 +248,8 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 
 	// Consumers: the generation each write expects comes first, as
 	// upstream checks it before looking at providers.
-	for _, w := range ws {
-		if !w.CheckGeneration {
-			continue
-		}
-		c := existing[w.UUID]
-		switch {
-		case c == nil && w.Generation != nil:
-			return nil, Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected null but got %d", *w.Generation)
-		case c != nil && (w.Generation == nil || *w.Generation != c.generation):
-			return nil, Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected %d but got %s", c.generation, pyOptInt(w.Generation))
-		}
+	if err := checkConsumerGenerations(ws, existing); err != nil {
+		return nil, err
 	}
 
 	// Providers named in the new allocations must exist.
@@ -298,32 +289,9 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 	if err := s.checkInventoryPresent(tx, ws, providers, inv, multi); err != nil {
 		return nil, err
 	}
-	var inserts []allocInsert
-	needed := map[capKey]int64{}
-	for _, w := range ws {
-		for _, rpUUID := range allocKeys(w.Allocations) {
-			rp := providers[rpUUID]
-			res := w.Allocations[rpUUID]
-			for _, class := range allocKeys(res) {
-				n := res[class]
-				k := capKey{rp.id, class}
-				in := inv[k]
-				if n < in.minUnit || n > in.maxUnit || n%in.stepSize != 0 {
-					return nil, Conflict("", "Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would violate inventory constraints.", class, rpUUID)
-				}
-				needed[k] += n
-				// Usage by everyone else plus what this request asks
-				// for. Going over capacity is refused unless the write
-				// leaves the provider no more over-committed than it was
-				// (inventory may have shrunk below existing usage).
-				after := in.usedAll - in.usedOwn + needed[k]
-				capacity := float64(in.total-in.reserved) * in.ratio
-				if capacity < float64(after) && after > in.usedAll {
-					return nil, NotEnough("Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would exceed the capacity.", class, rpUUID)
-				}
-				inserts = append(inserts, allocInsert{rp: rp.id, consumer: w.UUID, classID: in.classID, used: n})
-			}
-		}
+	inserts, err := planInserts(ws, providers, inv)
+	if err != nil {
+		return nil, err
 	}
 
 	return func(tx *gorm.DB) error {
@@ -361,6 +329,58 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 		}
 		return s.writeConsumers(tx, ws, existing, typeIDs, t)
 	}, nil
+}
+
+// checkConsumerGenerations compares the generation each write expects
+// with the consumer's (existing: the consumers read, by uuid).
+func checkConsumerGenerations(ws []ConsumerWrite, existing map[string]*consumerRow) error {
+	for _, w := range ws {
+		if !w.CheckGeneration {
+			continue
+		}
+		c := existing[w.UUID]
+		switch {
+		case c == nil && w.Generation != nil:
+			return Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected null but got %d", *w.Generation)
+		case c != nil && (w.Generation == nil || *w.Generation != c.generation):
+			return Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected %d but got %s", c.generation, pyOptInt(w.Generation))
+		}
+	}
+	return nil
+}
+
+// planInserts checks every amount of the writes against its inventory
+// (unit constraints, then capacity with what the consumers held before
+// not counted) and returns the allocation rows to insert.
+func planInserts(ws []ConsumerWrite, providers map[string]*allocProviderRow, inv map[capKey]*capRow) ([]allocInsert, error) {
+	var inserts []allocInsert
+	needed := map[capKey]int64{}
+	for _, w := range ws {
+		for _, rpUUID := range allocKeys(w.Allocations) {
+			rp := providers[rpUUID]
+			res := w.Allocations[rpUUID]
+			for _, class := range allocKeys(res) {
+				n := res[class]
+				k := capKey{rp.id, class}
+				in := inv[k]
+				if n < in.minUnit || n > in.maxUnit || n%in.stepSize != 0 {
+					return nil, Conflict("", "Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would violate inventory constraints.", class, rpUUID)
+				}
+				needed[k] += n
+				// Usage by everyone else plus what this request asks
+				// for. Going over capacity is refused unless the write
+				// leaves the provider no more over-committed than it was
+				// (inventory may have shrunk below existing usage).
+				after := in.usedAll - in.usedOwn + needed[k]
+				capacity := float64(in.total-in.reserved) * in.ratio
+				if capacity < float64(after) && after > in.usedAll {
+					return nil, NotEnough("Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would exceed the capacity.", class, rpUUID)
+				}
+				inserts = append(inserts, allocInsert{rp: rp.id, consumer: w.UUID, classID: in.classID, used: n})
+			}
+		}
+	}
+	return inserts, nil
 }
 
 // writeConsumers creates, updates (bumping the generation optimistically)
