@@ -180,6 +180,16 @@ func (c *snapshotCache) readMarkerFast(ctx context.Context, d *db.DB) (string, e
 	return m, nil
 }
 
+// at returns the cached snapshot if it was built at marker, else nil.
+func (c *snapshotCache) at(marker string) *candidates.Snapshot {
+	c.cur.Lock()
+	defer c.cur.Unlock()
+	if c.snap != nil && c.marker == marker {
+		return c.snap
+	}
+	return nil
+}
+
 // candidateSnapshot returns a snapshot that reflects every write
 // committed before the call.
 func (s *Service) candidateSnapshot(ctx context.Context) (*candidates.Snapshot, error) {
@@ -192,22 +202,15 @@ func (s *Service) candidateSnapshot(ctx context.Context) (*candidates.Snapshot, 
 	if err != nil {
 		return nil, wrap("snapshot marker", err)
 	}
-	c.cur.Lock()
-	if c.snap != nil && c.marker == marker {
-		snap := c.snap
-		c.cur.Unlock()
+	if snap := c.at(marker); snap != nil {
 		return snap, nil
 	}
-	c.cur.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cur.Lock()
-	if c.snap != nil && c.marker == marker {
-		snap := c.snap
-		c.cur.Unlock()
+	// Another request may have rebuilt it while this one waited.
+	if snap := c.at(marker); snap != nil {
 		return snap, nil
 	}
-	c.cur.Unlock()
 	var snap *candidates.Snapshot
 	var built string
 	err = s.tx(ctx, func(tx *gorm.DB) error {

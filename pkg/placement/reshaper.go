@@ -129,17 +129,8 @@ func checkReshapeConsumers(tx *gorm.DB, writes []ConsumerWrite) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range writes {
-		if !w.CheckGeneration {
-			continue
-		}
-		c := existing[w.UUID]
-		switch {
-		case c == nil && w.Generation != nil:
-			return Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected null but got %d", *w.Generation)
-		case c != nil && (w.Generation == nil || *w.Generation != c.generation):
-			return Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected %d but got %s", c.generation, pyOptInt(w.Generation))
-		}
+	if err := checkConsumerGenerations(writes, existing); err != nil {
+		return err
 	}
 	// Providers of the new allocations must exist (create_allocation_list).
 	for _, w := range writes {
