@@ -74,6 +74,7 @@ import (
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/compute"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/placement"
 )
 
@@ -748,9 +749,17 @@ func (s *Service) Create(ctx context.Context, body map[string]any) (*Host, error
 
 // placementError maps a Placement domain error to a Blazar one.
 func placementError(err error) error {
-	var pe *placement.Error
-	if errors.As(err, &pe) {
-		return errorf(pe.Status, "%s", pe.Msg)
+	if pe := errs.As(err); pe != nil {
+		status := http.StatusInternalServerError
+		switch pe.Kind {
+		case errs.BadRequest:
+			status = http.StatusBadRequest
+		case errs.NotFound:
+			status = http.StatusNotFound
+		case errs.Conflict, errs.NotEnoughResources:
+			status = http.StatusConflict
+		}
+		return errorf(status, "%s", pe.Msg)
 	}
 	return err
 }
@@ -933,8 +942,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 		if err := placement.DeleteHostProvidersTx(tx, placement.HostProviders{
 			ComputeUUID: row.ComputeProviderUUID, ReservationUUID: row.ReservationProviderUUID, CreatedCompute: row.OwnsComputeProvider,
 		}); err != nil {
-			var pe *placement.Error
-			if errors.As(err, &pe) {
+			if pe := errs.As(err); pe != nil {
 				return errorf(http.StatusConflict, "Can't delete host %s. %s", id, pe.Msg)
 			}
 			return err
