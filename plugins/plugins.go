@@ -27,6 +27,7 @@ import (
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/errs"
+	"github.com/leasehold/leasehold/pkg/outbox"
 )
 
 // Lease is what a plugin sees of the lease it serves.
@@ -228,6 +229,10 @@ func (t *Tx) ExecSQL(q string, args ...any) (int64, error) {
 func (t *Tx) QuerySQL(q string, args ...any) (*sql.Rows, error) {
 	return t.Statement.ConnPool.QueryContext(t.ctx(), q, args...)
 }
+
+// Enqueue records external actions in the transaction's outbox: they are
+// carried out after the commit (never if it rolls back).
+func (t *Tx) Enqueue(a ...outbox.Action) error { return outbox.Enqueue(t.DB, a...) }
 
 // LockResources locks the resources of ids in the transaction (see
 // db.LockResources).

@@ -244,7 +244,10 @@ func Versions(w http.ResponseWriter, r *http.Request) {
 	_ = WriteJSON(w, http.StatusMultipleChoices, doc)
 }
 
-// NotFound answers a path outside every API with werkzeug's 404 body.
+// NotFound answers a path outside every API (and /v1 itself) with a
+// werkzeug-style 404 body.
 func NotFound(w http.ResponseWriter, _ *http.Request) {
-	writeWerkzeug(w, http.StatusNotFound, "The requested URL was not found on the server.")
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write([]byte(`{"error": 404, "error_message": "The requested URL was not found on the server."}`))
 }

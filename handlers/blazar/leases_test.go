@@ -26,7 +26,7 @@ func newLeasesServer(t *testing.T) http.Handler {
 	hsvc := hosts.New(d, drv)
 	hsvc.SetClock(clock.Now)
 	reg, err := plugins.NewRegistry(
-		hostplugin.New(hsvc, d.DB, hostplugin.DriverActions(drv), hostplugin.Config{CheckHosts: hosts.ReservableTx}, clock.Now),
+		hostplugin.New(hsvc, d.DB, hostplugin.Config{CheckHosts: hosts.ReservableTx}, clock.Now),
 		floatingip.New(hsvc),
 	)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/microversion"
 )
 
@@ -35,7 +36,7 @@ func (a *API) getAggregates(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !ctxVersion(r.Context()).AtLeast(1, 1) {
-		return errStatus(http.StatusNotFound, "")
+		return errOf(errs.NotFound, "")
 	}
 	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:aggregates:list", ""); err != nil {
 		return err
@@ -56,15 +57,12 @@ func (a *API) setAggregates(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if !ctxVersion(r.Context()).AtLeast(1, 1) {
-		return errStatus(http.StatusNotFound, "")
-	}
-	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:aggregates:update", ""); err != nil {
-		return err
+		return errOf(errs.NotFound, "")
 	}
 	withGen := ctxVersion(r.Context()).AtLeast(1, 19)
 	uuid := chi.URLParam(r, "uuid")
-	if _, err := a.svc.GetProvider(r.Context(), uuid); err != nil {
-		return escapedNotFound(err)
+	if _, err := a.authorizedProvider(r, "placement:resource_providers:aggregates:update"); err != nil {
+		return err
 	}
 	schema := schemaAggregateList
 	if withGen {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/microversion"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/pkg/placement/candidates"
@@ -113,9 +114,8 @@ func TestCandidatesAgainstUpstreamDump(t *testing.T) {
 		}
 		if err != nil {
 			status, msg = 400, err.Error()
-			var pe *placement.Error
-			if errors.As(err, &pe) {
-				status = pe.Status
+			if pe := errs.As(err); pe != nil {
+				status = statusOf(pe.Kind)
 			}
 		}
 		name := c.Source + " [" + c.MV + " " + c.Query + "]"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasehold/leasehold/pkg/auth"
 	"github.com/leasehold/leasehold/pkg/config"
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/httpx"
 	"github.com/leasehold/leasehold/pkg/microversion"
 	"github.com/leasehold/leasehold/pkg/placement"
@@ -58,7 +59,7 @@ func (a *API) route(method, pattern string, since microversion.Version, h handle
 	a.methods[pattern] = append(a.methods[pattern], method)
 	a.mux.MethodFunc(method, pattern, func(w http.ResponseWriter, r *http.Request) {
 		if microversion.FromContext(r.Context()).Less(since) {
-			renderError(w, r, errStatus(http.StatusNotFound, ""))
+			renderError(w, r, errOf(errs.NotFound, ""))
 			return
 		}
 		if err := h(w, r); err != nil {
@@ -84,7 +85,7 @@ func (a *API) Handler() http.Handler {
 
 func (a *API) routes() {
 	a.mux.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		renderError(w, r, &httpError{status: http.StatusNotFound, escaped: true})
+		renderError(w, r, escaped(errOf(errs.NotFound, "")))
 	})
 	a.mux.MethodNotAllowed(a.methodNotAllowed)
 	v := func(minor int) microversion.Version { return microversion.Version{Major: 1, Minor: minor} }
@@ -114,8 +115,7 @@ func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	err := &httpError{
-		status:  http.StatusMethodNotAllowed,
-		msg:     "The method specified is not allowed for this resource.",
+		err:     errOf(errs.MethodNotAllowed, "The method specified is not allowed for this resource."),
 		headers: map[string]string{"Allow": strings.Join(allowed, ", ")},
 	}
 	renderError(w, r, err)
@@ -134,11 +134,11 @@ func contentHeaderCheck(next http.Handler) http.Handler {
 			n, ok := placement.PyInt(clen)
 			if !ok {
 				w.Header().Set("Connection", "close")
-				renderError(w, r, &httpError{status: http.StatusBadRequest, msg: "content-length header must be an integer", escaped: true})
+				renderError(w, r, escaped(errOf(errs.BadRequest, "content-length header must be an integer")))
 				return
 			}
 			if n.Sign() > 0 && r.Header.Get("Content-Type") == "" {
-				renderError(w, r, &httpError{status: http.StatusBadRequest, msg: "content-type header required when content-length > 0", escaped: true})
+				renderError(w, r, escaped(errOf(errs.BadRequest, "content-type header required when content-length > 0")))
 				return
 			}
 		}
@@ -163,10 +163,10 @@ func (a *API) microversionMiddleware(next http.Handler) http.Handler {
 		v, err := microversion.Negotiate(r.Header.Values("Openstack-Api-Version"), "placement", minVersion, maxVersion)
 		if err != nil {
 			if _, ok := err.(*microversion.ErrNotAcceptable); ok {
-				renderError(w, r, &httpError{status: http.StatusNotAcceptable, msg: "Invalid microversion: " + err.Error(), versions: true})
+				renderError(w, r, &httpError{err: errOf(errs.NotAcceptable, "Invalid microversion: "+err.Error()), versions: true})
 				return
 			}
-			renderError(w, r, errStatus(http.StatusBadRequest, "Invalid microversion: "+err.Error()))
+			renderError(w, r, errOf(errs.BadRequest, "Invalid microversion: "+err.Error()))
 			return
 		}
 		h := w.Header()

@@ -9,10 +9,36 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/logging"
 	"github.com/leasehold/leasehold/pkg/microversion"
 	"github.com/leasehold/leasehold/pkg/placement"
 )
+
+// statuses maps each error kind to Placement's HTTP status. A capacity
+// shortage is a 409 like any other conflict, as upstream answers it.
+var statuses = [...]int{
+	errs.Internal:             http.StatusInternalServerError,
+	errs.BadRequest:           http.StatusBadRequest,
+	errs.Unauthorized:         http.StatusUnauthorized,
+	errs.Forbidden:            http.StatusForbidden,
+	errs.NotFound:             http.StatusNotFound,
+	errs.MethodNotAllowed:     http.StatusMethodNotAllowed,
+	errs.NotAcceptable:        http.StatusNotAcceptable,
+	errs.Conflict:             http.StatusConflict,
+	errs.NotEnoughResources:   http.StatusConflict,
+	errs.TooLarge:             http.StatusRequestEntityTooLarge,
+	errs.UnsupportedMediaType: http.StatusUnsupportedMediaType,
+	errs.Unavailable:          http.StatusServiceUnavailable,
+}
+
+// statusOf is the HTTP status of kind k (500 for a kind it does not know).
+func statusOf(k errs.Kind) int {
+	if int(k) >= 0 && int(k) < len(statuses) && statuses[k] != 0 {
+		return statuses[k]
+	}
+	return http.StatusInternalServerError
+}
 
 // explanations are webob's default explanation per status: Placement's
 // error detail is this text, a blank line, then the specific message.
@@ -22,8 +48,13 @@ var explanations = map[int]string{
 	403: "Access was denied to this resource.",
 	404: "The resource could not be found.",
 	409: "There was a conflict when trying to complete your request.",
+	413: "The body of your request was too large for this server.",
 	500: "The server has either erred or is incapable of performing the requested operation.",
+	503: "The server is currently unavailable. Please try again at a later time.",
 }
+
+// msgInternal is what a client sees of an internal error.
+const msgInternal = "An unexpected error occurred; the request id identifies it in the service log."
 
 type errorBody struct {
 	Errors []errorItem `json:"errors"`
@@ -39,24 +70,26 @@ type errorItem struct {
 	MinVersion string `json:"min_version,omitempty"`
 }
 
-// httpError is an error raised by the HTTP layer itself (content
-// negotiation, routing) rather than the domain.
+// errOf is an error of kind k with message msg, for the HTTP layer's own
+// errors (bad JSON, content negotiation, routing).
+func errOf(k errs.Kind, msg string) *errs.Error { return &errs.Error{Kind: k, Msg: msg} }
+
+// httpError adds to an HTTP-layer error what only the wire needs:
+// response headers (Allow on a 405) and, on the 406 from microversion
+// negotiation, the min_version/max_version members.
 type httpError struct {
-	status  int
-	code    string
-	msg     string
-	headers map[string]string
-	// versions adds min_version/max_version (only on the 406 from
-	// microversion negotiation).
+	err      *errs.Error
+	headers  map[string]string
 	versions bool
-	// escaped marks errors upstream raises out of the handler (routing,
-	// header checks): they get no Vary header.
-	escaped bool
 }
 
+func (e *httpError) Error() string { return e.err.Error() }
+func (e *httpError) Unwrap() error { return e.err }
+
 // escapedError wraps an error that upstream lets escape the handler
-// (exception.NotFound from a lookup, PolicyNotAuthorized): the
-// microversion middleware then adds the version header but not Vary.
+// (exception.NotFound from a lookup, PolicyNotAuthorized, routing and
+// header checks): the microversion middleware then adds the version
+// header but not Vary.
 type escapedError struct{ err error }
 
 func (e *escapedError) Error() string { return e.err.Error() }
@@ -70,8 +103,8 @@ func escaped(err error) error {
 	return &escapedError{err}
 }
 
-// escapedNotFound marks a domain 404 as escaping (a get_by_uuid outside
-// any try block upstream); other errors are returned as they are.
+// escapedNotFound marks a domain "not found" as escaping (a get_by_uuid
+// outside any try block upstream); other errors are returned as they are.
 func escapedNotFound(err error) error {
 	if placement.IsNotFoundErr(err) {
 		return escaped(err)
@@ -79,43 +112,39 @@ func escapedNotFound(err error) error {
 	return err
 }
 
-func (e *httpError) Error() string { return e.msg }
-
-func errStatus(status int, format string) *httpError { return &httpError{status: status, msg: format} }
-
-// renderError writes err as an API-WG error body.
+// renderError is the one place an error becomes Placement's error
+// response: its kind picks the status, its code (from 1.23) defaults to
+// placement.undefined_code, and any error that is not an *errs.Error (or
+// is of kind Internal) is logged and answered with a generic 500.
 func renderError(w http.ResponseWriter, r *http.Request, err error) {
-	status, code, msg := http.StatusInternalServerError, placement.CodeUndefined, ""
-	var he *httpError
-	var pe *placement.Error
+	e := errs.As(err)
+	if e == nil || e.Kind == errs.Internal {
+		slog.ErrorContext(r.Context(), "internal error", "err", err)
+		e = &errs.Error{Kind: errs.Internal, Msg: msgInternal}
+	} else if e.Kind == errs.Unavailable {
+		slog.ErrorContext(r.Context(), "server error", "err", err)
+	}
+	code := e.Code
+	if code == "" {
+		code = placement.CodeUndefined
+	}
 	versions := false
-	switch {
-	case errors.As(err, &pe):
-		status, code, msg = pe.Status, pe.Code, pe.Msg
-	case errors.As(err, &he):
-		status, msg, versions = he.status, he.msg, he.versions
-		if he.code != "" {
-			code = he.code
-		}
+	var he *httpError
+	if errors.As(err, &he) {
 		for k, v := range he.headers {
 			w.Header().Set(k, v)
 		}
-	default:
-		slog.ErrorContext(r.Context(), "internal error", "err", err)
-		msg = "An unexpected error occurred; the request id identifies it in the service log."
+		versions = he.versions
 	}
 	var esc *escapedError
-	if errors.As(err, &esc) || (he != nil && he.escaped) {
+	if errors.As(err, &esc) {
 		w.Header().Del("Vary")
 	}
-	if status >= 500 && pe == nil && he == nil {
-		// already logged
-	} else if status >= 500 {
-		slog.ErrorContext(r.Context(), "server error", "err", err)
-	}
-	writeErrorBody(w, r, status, code, msg, versions)
+	writeErrorBody(w, r, statusOf(e.Kind), code, e.Msg, versions)
 }
 
+// writeErrorBody writes the body webob would for status: HTML or plain
+// text when the client asks for it, else the API-WG JSON document.
 func writeErrorBody(w http.ResponseWriter, r *http.Request, status int, code, msg string, versions bool) {
 	statusLine := http.StatusText(status)
 	if statusLine == "" {
@@ -230,7 +259,8 @@ func pyHTMLEscape(s string) string {
 	return b.String()
 }
 
-// renderPanic is the Recover middleware's renderer.
-func renderPanic(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	writeErrorBody(w, r, status, placement.CodeUndefined, msg, false)
+// renderPanic is the Recover middleware's renderer (which has logged the
+// panic and passes a 500): an internal error.
+func renderPanic(w http.ResponseWriter, r *http.Request, _ int, msg string) {
+	renderError(w, r, errs.New(errs.Internal, "request handler panicked: %s", msg))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/microversion"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/pkg/pyjsonschema"
@@ -72,8 +73,7 @@ func providerNotFound(err error, uuid, sep string) error {
 }
 
 func errMsg(err error) string {
-	var pe *placement.Error
-	if errors.As(err, &pe) {
+	if pe := errs.As(err); pe != nil {
 		return pe.Msg
 	}
 	return err.Error()
@@ -160,13 +160,9 @@ func (a *API) createInventory(w http.ResponseWriter, r *http.Request) error {
 	if err := requireJSONContent(r); err != nil {
 		return err
 	}
-	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:inventories:create", ""); err != nil {
-		return err
-	}
-	uuid := chi.URLParam(r, "uuid")
-	p, err := a.svc.GetProvider(r.Context(), uuid)
+	p, err := a.authorizedProvider(r, "placement:resource_providers:inventories:create")
 	if err != nil {
-		return escapedNotFound(err)
+		return err
 	}
 	v, _, err := readJSONValue(r, schemaPostInventory)
 	if err != nil {
@@ -199,13 +195,10 @@ func (a *API) setInventories(w http.ResponseWriter, r *http.Request) error {
 	if err := requireJSONContent(r); err != nil {
 		return err
 	}
-	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:inventories:update", ""); err != nil {
-		return err
-	}
 	uuid := chi.URLParam(r, "uuid")
-	p, err := a.svc.GetProvider(r.Context(), uuid)
+	p, err := a.authorizedProvider(r, "placement:resource_providers:inventories:update")
 	if err != nil {
-		return escapedNotFound(err)
+		return err
 	}
 	v, _, err := readJSONValue(r, schemaPutInventories)
 	if err != nil {
@@ -255,14 +248,11 @@ func (a *API) setInventories(w http.ResponseWriter, r *http.Request) error {
 // (1.5; 405 before).
 func (a *API) deleteInventories(w http.ResponseWriter, r *http.Request) error {
 	if !ctxVersion(r.Context()).AtLeast(1, 5) {
-		return &httpError{status: http.StatusMethodNotAllowed}
-	}
-	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:inventories:delete", ""); err != nil {
-		return err
+		return errOf(errs.MethodNotAllowed, "")
 	}
 	uuid := chi.URLParam(r, "uuid")
-	if _, err := a.svc.GetProvider(r.Context(), uuid); err != nil {
-		return escapedNotFound(err)
+	if _, err := a.authorizedProvider(r, "placement:resource_providers:inventories:delete"); err != nil {
+		return err
 	}
 	_, _, err := a.svc.SetInventories(r.Context(), uuid, nil, nil, nil)
 	if err != nil {
@@ -283,13 +273,10 @@ func (a *API) updateInventory(w http.ResponseWriter, r *http.Request) error {
 	if err := requireJSONContent(r); err != nil {
 		return err
 	}
-	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:inventories:update", ""); err != nil {
-		return err
-	}
 	uuid, rc := chi.URLParam(r, "uuid"), chi.URLParam(r, "rc")
-	p, err := a.svc.GetProvider(r.Context(), uuid)
+	p, err := a.authorizedProvider(r, "placement:resource_providers:inventories:update")
 	if err != nil {
-		return escapedNotFound(err)
+		return err
 	}
 	v, _, err := readJSONValue(r, schemaPutInventory)
 	if err != nil {
@@ -325,12 +312,9 @@ func (a *API) updateInventory(w http.ResponseWriter, r *http.Request) error {
 
 // deleteInventory handles DELETE /resource_providers/{uuid}/inventories/{rc}.
 func (a *API) deleteInventory(w http.ResponseWriter, r *http.Request) error {
-	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:inventories:delete", ""); err != nil {
-		return err
-	}
 	uuid, rc := chi.URLParam(r, "uuid"), chi.URLParam(r, "rc")
-	if _, err := a.svc.GetProvider(r.Context(), uuid); err != nil {
-		return escapedNotFound(err)
+	if _, err := a.authorizedProvider(r, "placement:resource_providers:inventories:delete"); err != nil {
+		return err
 	}
 	err := a.svc.DeleteInventory(r.Context(), uuid, rc)
 	if err != nil {

@@ -64,17 +64,28 @@ func providerJSON(r *http.Request, p *placement.Provider) any {
 	return &providerBodyV0{Generation: p.Generation, Links: links, Name: p.Name, UUID: p.UUID}
 }
 
+// authorizedProvider checks the caller may perform rule, then reads the
+// provider the path's {uuid} names (a missing one escapes the handler, as
+// upstream's lookup does).
+func (a *API) authorizedProvider(r *http.Request, rule string) (*placement.Provider, error) {
+	if err := a.policy.Authorize(r.Context(), rule, ""); err != nil {
+		return nil, err
+	}
+	p, err := a.svc.GetProvider(r.Context(), chi.URLParam(r, "uuid"))
+	if err != nil {
+		return nil, escapedNotFound(err)
+	}
+	return p, nil
+}
+
 // getResourceProvider handles GET /resource_providers/{uuid}.
 func (a *API) getResourceProvider(w http.ResponseWriter, r *http.Request) error {
 	if err := checkAccept(r); err != nil {
 		return err
 	}
-	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:show", ""); err != nil {
-		return err
-	}
-	p, err := a.svc.GetProvider(r.Context(), chi.URLParam(r, "uuid"))
+	p, err := a.authorizedProvider(r, "placement:resource_providers:show")
 	if err != nil {
-		return escapedNotFound(err)
+		return err
 	}
 	return writeJSON(w, r, http.StatusOK, providerJSON(r, p), latest(p.CreatedAt, p.UpdatedAt))
 }
@@ -152,12 +163,9 @@ func (a *API) updateResourceProvider(w http.ResponseWriter, r *http.Request) err
 	if err := requireJSONContent(r); err != nil {
 		return err
 	}
-	if err := a.policy.Authorize(r.Context(), "placement:resource_providers:update", ""); err != nil {
-		return err
-	}
 	uuid := chi.URLParam(r, "uuid")
-	if _, err := a.svc.GetProvider(r.Context(), uuid); err != nil {
-		return escapedNotFound(err)
+	if _, err := a.authorizedProvider(r, "placement:resource_providers:update"); err != nil {
+		return err
 	}
 	mv := ctxVersion(r.Context())
 	var body providerBody

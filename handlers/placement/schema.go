@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sync"
 
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/microversion"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/pkg/pyjsonschema"
@@ -53,7 +54,7 @@ func readJSONValue(r *http.Request, schema string) (pyjsonschema.Value, []byte, 
 func validateJSONBytes(body []byte, schema string) (pyjsonschema.Value, error) {
 	v, err := pyjsonschema.Decode(body)
 	if err != nil {
-		return v, errStatus(http.StatusBadRequest, "Malformed JSON: "+err.Error())
+		return v, errOf(errs.BadRequest, "Malformed JSON: "+err.Error())
 	}
 	sch := compileSchema(schema)
 	checked := v
@@ -61,10 +62,10 @@ func validateJSONBytes(body []byte, schema string) (pyjsonschema.Value, error) {
 		checked = fixed
 	}
 	if verr := sch.Validate(checked); verr != nil {
-		return v, errStatus(http.StatusBadRequest, "JSON does not validate: "+verr.Error())
+		return v, errOf(errs.BadRequest, "JSON does not validate: "+verr.Error())
 	}
 	if verr := uuidFormatViolation(sch.Raw(), v, nil, nil); verr != nil {
-		return v, errStatus(http.StatusBadRequest, "JSON does not validate: "+verr.Error())
+		return v, errOf(errs.BadRequest, "JSON does not validate: "+verr.Error())
 	}
 	return v, nil
 }
@@ -96,11 +97,11 @@ func decodeBody(r *http.Request, schema string, dst any) (map[string]json.RawMes
 		// where dst wants them, duplicate keys are already resolved.
 		norm, err := json.Marshal(normalizeNumbers(v.Interface()))
 		if err != nil {
-			return nil, errStatus(http.StatusBadRequest, "JSON does not validate: "+err.Error())
+			return nil, errOf(errs.BadRequest, "JSON does not validate: "+err.Error())
 		}
 		dec := json.NewDecoder(bytes.NewReader(norm))
 		if err := dec.Decode(dst); err != nil {
-			return nil, errStatus(http.StatusBadRequest, "JSON does not validate: "+err.Error())
+			return nil, errOf(errs.BadRequest, "JSON does not validate: "+err.Error())
 		}
 	}
 	return raw, nil
@@ -167,7 +168,7 @@ func normalizeNumbers(x any) any {
 func validateQuery(r *http.Request, schema string) (*placement.Query, error) {
 	q, err := placement.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return nil, errStatus(http.StatusBadRequest, "Invalid query string parameters: "+err.Error())
+		return nil, errOf(errs.BadRequest, "Invalid query string parameters: "+err.Error())
 	}
 	sch := compileSchema(schema)
 	inst := pyjsonschema.QueryValue(q.Items())
@@ -175,10 +176,10 @@ func validateQuery(r *http.Request, schema string) (*placement.Query, error) {
 		inst = fixed
 	}
 	if verr := sch.Validate(inst); verr != nil {
-		return nil, errStatus(http.StatusBadRequest, "Invalid query string parameters: "+verr.Error())
+		return nil, errOf(errs.BadRequest, "Invalid query string parameters: "+verr.Error())
 	}
 	if verr := uuidFormatViolation(sch.Raw(), pyjsonschema.QueryValue(q.Items()), nil, nil); verr != nil {
-		return nil, errStatus(http.StatusBadRequest, "Invalid query string parameters: "+verr.Error())
+		return nil, errOf(errs.BadRequest, "Invalid query string parameters: "+verr.Error())
 	}
 	return q, nil
 }

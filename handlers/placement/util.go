@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // acceptableOffers is webob's Accept.acceptable_offers: the offers the
@@ -114,7 +116,7 @@ func checkAccept(r *http.Request) error {
 		return nil
 	}
 	if len(acceptableOffers(acc, []string{"application/json"})) == 0 {
-		return errStatus(http.StatusNotAcceptable, "Only application/json is provided")
+		return errOf(errs.NotAcceptable, "Only application/json is provided")
 	}
 	return nil
 }
@@ -129,7 +131,7 @@ func requireJSONContent(r *http.Request) error {
 		if mt == "" {
 			mt = "None"
 		}
-		return errStatus(http.StatusUnsupportedMediaType, "The media type "+mt+" is not supported, use application/json")
+		return errOf(errs.UnsupportedMediaType, "The media type "+mt+" is not supported, use application/json")
 	}
 	return nil
 }
@@ -143,7 +145,7 @@ func readBody(r *http.Request) ([]byte, error) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
 	if err != nil {
-		return nil, errStatus(http.StatusBadRequest, "could not read the request body: "+err.Error())
+		return nil, errOf(errs.BadRequest, "could not read the request body: "+err.Error())
 	}
 	return body, nil
 }

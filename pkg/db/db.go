@@ -14,17 +14,19 @@ import (
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
+	gormsqlite "github.com/libtnb/sqlite"
 	"gorm.io/driver/mysql"
-	gormsqlite "gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver (pure Go)
+	_ "modernc.org/sqlite" // the "sqlite" driver whose DSN parameters ParseURL writes
 )
 
-// The SQLite database/sql driver is modernc.org/sqlite (pure Go, so the
-// binary stays CGO_ENABLED=0) under GORM's SQLite dialector; the
-// dialector's blank import of mattn/go-sqlite3 registers "sqlite3" only
-// and is never used.
+// SQLite runs on modernc.org/sqlite (pure Go, so the binary stays
+// CGO_ENABLED=0) under github.com/libtnb/sqlite, a GORM dialector written
+// for that driver: it links no cgo driver (gorm.io/driver/sqlite imports
+// mattn/go-sqlite3) and translates modernc's constraint errors to GORM's
+// (unique and primary key → gorm.ErrDuplicatedKey, foreign key →
+// gorm.ErrForeignKeyViolated).
 
 // DB is an open database with its dialect.
 type DB struct {
@@ -69,7 +71,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		// piling up.
 		cfg.PrepareStmt = true
 		cfg.PrepareStmtMaxSize = 512
-		g, err = gorm.Open(sqliteDialector{gormsqlite.Dialector{DriverName: "sqlite", DSN: t.DSN}}, cfg)
+		g, err = openSQLite(t.DSN, cfg)
 	case MySQL:
 		g, err = gorm.Open(mysql.New(mysql.Config{DSN: t.DSN}), cfg)
 	}
@@ -193,20 +195,20 @@ func (d *DB) Ping(ctx context.Context) error {
 // IsDuplicate reports whether err is a unique-constraint violation.
 func IsDuplicate(err error) bool { return errors.Is(err, gorm.ErrDuplicatedKey) }
 
-// sqliteDialector is GORM's SQLite dialector on the modernc.org/sqlite
-// driver, with that driver's errors translated.
-type sqliteDialector struct{ gormsqlite.Dialector }
-
-// Translate maps unique and foreign-key violations to GORM's errors.
-func (d sqliteDialector) Translate(err error) error {
-	var se interface{ Code() int }
-	if errors.As(err, &se) {
-		switch se.Code() {
-		case 1555, 2067: // SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_UNIQUE
-			return gorm.ErrDuplicatedKey
-		case 787: // SQLITE_CONSTRAINT_FOREIGNKEY
-			return gorm.ErrForeignKeyViolated
-		}
+// openSQLite opens the pool itself and hands it to the dialector: the
+// dialector would otherwise add its own driver parameters to the DSN
+// (_texttotime, _inttotime), which change what raw queries scan into.
+// The DSN from ParseURL already carries the pragmas, the time format and
+// the transaction lock mode.
+func openSQLite(dsn string, cfg *gorm.Config) (*gorm.DB, error) {
+	pool, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
 	}
-	return err
+	g, err := gorm.Open(gormsqlite.New(gormsqlite.Config{Conn: pool}), cfg)
+	if err != nil {
+		_ = pool.Close()
+		return nil, err
+	}
+	return g, nil
 }

@@ -44,6 +44,7 @@ type badLenConn struct {
 	net.Conn
 	mu      sync.Mutex
 	head    []byte // bytes of the current head not yet complete
+	scanned int    // head[:scanned] holds no end of head (see headEnd)
 	out     []byte // transformed bytes ready for the reader
 	body    int64  // body bytes to pass through before the next head
 	through bool   // pass everything through from now on
@@ -82,7 +83,7 @@ func (c *badLenConn) Read(p []byte) (int, error) {
 			}
 			if len(c.head) > 0 {
 				// Give the server what we have; it will fail it.
-				c.out, c.head = c.head, nil
+				c.out, c.head, c.scanned = c.head, nil, 0
 				break
 			}
 			return 0, err
@@ -111,18 +112,42 @@ func (c *badLenConn) feed(b []byte) {
 		default:
 			c.head = append(c.head, b...)
 			b = nil
-			end := bytes.Index(c.head, []byte("\r\n\r\n"))
+			end := headEnd(c.head, c.scanned)
 			if end < 0 {
 				if len(c.head) > maxHeadBytes {
 					c.out = append(c.out, c.head...)
 					c.head, c.through = nil, true
 				}
+				// The blank line may straddle the next read: look again
+				// from the last two bytes.
+				c.scanned = max(0, len(c.head)-2)
 				return
 			}
-			head, rest := c.head[:end+4], c.head[end+4:]
-			c.head = nil
+			head, rest := c.head[:end], c.head[end:]
+			c.head, c.scanned = nil, 0
 			c.out = append(c.out, c.rewriteHead(head)...)
 			b = rest
+		}
+	}
+}
+
+// headEnd is the length of the request head at the start of b, up to and
+// including the empty line that ends it, or -1 if that line has not
+// arrived yet. Like net/http it takes a bare "\n" as a line end as well
+// as "\r\n", in any mix. The search starts at from, a position where no
+// line end can begin a blank line before it.
+func headEnd(b []byte, from int) int {
+	for i := from; ; {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return -1
+		}
+		i += j + 1
+		switch {
+		case i < len(b) && b[i] == '\n':
+			return i + 1
+		case i+1 < len(b) && b[i] == '\r' && b[i+1] == '\n':
+			return i + 2
 		}
 	}
 }
@@ -130,7 +155,8 @@ func (c *badLenConn) feed(b []byte) {
 // rewriteHead renames a bad Content-Length in one request head and sets
 // up the body skipping for the next one.
 func (c *badLenConn) rewriteHead(head []byte) []byte {
-	lines := bytes.Split(head, []byte("\r\n"))
+	// Lines end in "\n" or "\r\n"; TrimSpace drops a value's "\r".
+	lines := bytes.Split(head, []byte("\n"))
 	var length int64
 	for i, line := range lines {
 		if i == 0 {

@@ -34,6 +34,19 @@
 // Enqueue serialises the transactions that enqueue for one key (on MySQL
 // a row lock per key held to commit; SQLite runs one write transaction at
 // a time).
+//
+// Outcomes: a success deletes the row (done rows are not kept: the table
+// holds only work in flight, and the effect is what the handler made);
+// OnSuccess runs in that transaction, which also claims the key's next
+// due row. A failure keeps the row PENDING with attempts and last_error
+// until its next attempt after Config.Backoff (OnFailure, final=false);
+// a Permanent error, an unknown kind or the last of MaxAttempts makes it
+// FAILED (OnFailure, final=true), kept until an operator calls Retry or
+// Discard. An expired claim counts as a failed attempt, due again at
+// once.
+//
+// Times: claims and retries use the worker's clock; ClaimTimeout must
+// exceed HandlerTimeout plus the clock skew between processes.
 package outbox
 
 import (
@@ -49,6 +62,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // Row statuses. A row that succeeded is deleted; a row waiting for its
@@ -177,7 +191,9 @@ func utcPtr(t *time.Time) *time.Time {
 // On MySQL, Enqueue also takes a row lock per key (in
 // blazar_resource_locks) held until commit, so two transactions
 // enqueueing for one key commit in the order of their rows' ids and the
-// worker cannot see a later row before an earlier one.
+// worker cannot see a later row before an earlier one. Call it after the
+// transaction's other locks (and once per transaction, with all its
+// actions), so lock order stays the same everywhere.
 func Enqueue(tx *gorm.DB, a ...Action) error {
 	if len(a) == 0 {
 		return nil
@@ -257,4 +273,38 @@ func List(ctx context.Context, d *db.DB, status ...string) ([]Record, error) {
 		out[i] = recordOf(&rows[i])
 	}
 	return out, nil
+}
+
+// Retry puts a FAILED row back to PENDING for the operator (the cause
+// fixed): due at once, attempts from zero, the last error kept until the
+// next run. The row keeps its id, so it runs before any PENDING row of
+// its key enqueued after it; rows of the key that already ran while it
+// was FAILED stay run (a FAILED row does not block). A row that is not
+// FAILED is a NotFound error (pkg/errs).
+func Retry(ctx context.Context, d *db.DB, id int64) error {
+	return changeFailed(ctx, d, id, "UPDATE outbox SET status = 'PENDING', attempts = 0, next_at = NULL, updated_at = ? WHERE id = ? AND status = 'FAILED'",
+		time.Now().UTC().Truncate(time.Microsecond), id)
+}
+
+// Discard deletes a FAILED row for the operator (the action is given up
+// or was carried out by hand). A row that is not FAILED is a NotFound
+// error (pkg/errs).
+func Discard(ctx context.Context, d *db.DB, id int64) error {
+	return changeFailed(ctx, d, id, "DELETE FROM outbox WHERE id = ? AND status = 'FAILED'", id)
+}
+
+func changeFailed(ctx context.Context, d *db.DB, id int64, stmt string, args ...any) error {
+	var n int64
+	err := d.Write(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(stmt, args...)
+		n = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: row %d: %w", id, err)
+	}
+	if n != 1 {
+		return errs.NotFoundf("outbox row %d is not FAILED (or does not exist)", id)
+	}
+	return nil
 }

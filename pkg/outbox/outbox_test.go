@@ -16,6 +16,7 @@ import (
 
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/outbox"
 )
 
@@ -474,6 +475,28 @@ func TestPermanentFailure(t *testing.T) {
 		if n := runDue(t, w); n != 0 || len(list(t, d, outbox.StatusFailed)) != 1 {
 			t.Errorf("a FAILED row ran again or went away")
 		}
+		// The operator retries it (it fails again), then discards it.
+		ctx := context.Background()
+		if err := outbox.Retry(ctx, d, id); err != nil {
+			t.Fatal(err)
+		}
+		if rs := list(t, d); len(rs) != 1 || rs[0].Status != outbox.StatusPending || rs[0].Attempts != 0 || rs[0].NextAt != nil {
+			t.Fatalf("after Retry: %+v", rs)
+		}
+		if n := runDue(t, w); n != 1 || len(list(t, d, outbox.StatusFailed)) != 1 {
+			t.Fatalf("the retried row ran %d times", n)
+		}
+		if err := outbox.Discard(ctx, d, id); err != nil {
+			t.Fatal(err)
+		}
+		if rs := list(t, d); len(rs) != 0 {
+			t.Fatalf("after Discard: %+v", rs)
+		}
+		for _, f := range []func(context.Context, *db.DB, int64) error{outbox.Retry, outbox.Discard} {
+			if err := f(ctx, d, id); !errs.Is(err, errs.NotFound) {
+				t.Errorf("on a row that is gone: %v, want NotFound", err)
+			}
+		}
 	})
 }
 
@@ -772,4 +795,77 @@ func TestPropertyOrderAndAttempts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestEnqueueSerialisesAKeyOnMySQL: while one transaction that enqueued
+// for a key is open, another enqueueing for the same key cannot go on
+// (with no lock wait allowed, it fails with a lock conflict), so the
+// later row cannot commit, and run, before the earlier one; a different
+// key goes on and runs.
+func TestEnqueueSerialisesAKeyOnMySQL(t *testing.T) {
+	if dbtest.MySQLServer() == "" {
+		t.Skip(dbtest.EnvMySQLDSN + " not set (SQLite runs one write transaction at a time)")
+	}
+	d := dbtest.OpenDialect(t, db.MySQL)
+	var calls effects
+	h := func(_ context.Context, raw json.RawMessage) error {
+		p := decode(t, raw)
+		calls.add(fmt.Sprintf("%s:%d", p.Key, p.N))
+		return nil
+	}
+	w := outbox.NewWorker(d, map[string]outbox.Handler{"test.effect": h}, outbox.Config{ID: "w"}, newClock(t0).Now)
+	ctx := context.Background()
+	enqueued, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	aDone := make(chan error, 1)
+	go func() {
+		aDone <- d.Write(ctx, func(tx *gorm.DB) error {
+			if err := outbox.Enqueue(tx, act("test.effect", "k", 1)); err != nil {
+				return err
+			}
+			close(enqueued)
+			<-release
+			return nil
+		})
+	}()
+	wait(t, enqueued, "the first transaction to enqueue")
+	noWait := func(a outbox.Action) error {
+		return d.Write(ctx, func(tx *gorm.DB) error {
+			// This session's lock waits end at once (the connection
+			// goes back to this test's own pool only).
+			if err := tx.Exec("SET SESSION innodb_lock_wait_timeout = 0").Error; err != nil {
+				return err
+			}
+			return outbox.Enqueue(tx, a)
+		})
+	}
+	if err := noWait(act("test.effect", "k", 2)); !db.IsLockConflict(err) {
+		t.Fatalf("enqueue for k while k's first transaction is open = %v, want a lock conflict", err)
+	}
+	if err := noWait(act("test.effect", "other", 1)); err != nil {
+		t.Fatalf("enqueue for another key: %v", err)
+	}
+	if n := runDue(t, w); n != 1 {
+		t.Fatalf("RunDue while k's first transaction is open = %d, want 1 (the other key)", n)
+	}
+	unblock()
+	select {
+	case err := <-aDone:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("the first transaction did not end")
+	}
+	if err := noWait(act("test.effect", "k", 2)); err != nil {
+		t.Fatalf("enqueue for k after its first transaction: %v", err)
+	}
+	if n := runDue(t, w); n != 2 {
+		t.Fatalf("RunDue = %d, want 2", n)
+	}
+	if diff := cmp.Diff([]string{"other:1", "k:1", "k:2"}, calls.get()); diff != "" {
+		t.Errorf("calls (-want +got): %s", diff)
+	}
 }

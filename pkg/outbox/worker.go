@@ -283,13 +283,20 @@ func (w *Worker) chain(ctx context.Context, p *pass, r Record) {
 			w.unclaim(ctx, r) // claimed but not started
 			return
 		}
-		w.execute(ctx, r)
+		succ := w.execute(ctx, r, i < maxChain)
 		w.Ran.Add(1)
 		if p != nil {
 			p.ran.Add(1)
 		}
 		if i >= maxChain || ctx.Err() != nil {
+			if succ != nil {
+				w.unclaim(ctx, *succ)
+			}
 			return
+		}
+		if succ != nil {
+			r = *succ
+			continue
 		}
 		now := w.now()
 		next, err := w.claimDue(ctx, now, r.Key, 1)
@@ -309,8 +316,10 @@ func (w *Worker) chain(ctx context.Context, p *pass, r Record) {
 	}
 }
 
-// execute runs one claimed row's handler and records the outcome.
-func (w *Worker) execute(ctx context.Context, r Record) {
+// execute runs one claimed row's handler and records the outcome. After
+// a success, when more is wanted, the same transaction claims the next
+// due row of r's key and execute returns it.
+func (w *Worker) execute(ctx context.Context, r Record, more bool) *Record {
 	var err error
 	if h, ok := w.handlers[r.Kind]; ok {
 		hctx, hcancel := context.WithTimeout(ctx, w.cfg.HandlerTimeout)
@@ -324,7 +333,7 @@ func (w *Worker) execute(ctx context.Context, r Record) {
 	defer cancel()
 	switch {
 	case err == nil:
-		w.succeed(rctx, r)
+		return w.succeed(rctx, r, more && ctx.Err() == nil)
 	case ctx.Err() != nil && !IsPermanent(err):
 		// Stopped by our shutdown, not by the action: hand it back
 		// without counting the attempt.
@@ -332,6 +341,7 @@ func (w *Worker) execute(ctx context.Context, r Record) {
 	default:
 		w.fail(rctx, r, err)
 	}
+	return nil
 }
 
 // callHandler runs h, turning a panic into an error (a broken handler
@@ -361,6 +371,29 @@ const dueHeads = "SELECT " + selectColumns + " FROM outbox o" +
 // read, and neither comes back (Enqueue's per-key lock keeps an
 // uncommitted earlier row from appearing later).
 func (w *Worker) claimDue(ctx context.Context, now time.Time, key string, limit int) ([]Record, error) {
+	cands, err := findDue(w.db.WithContext(ctx), now, key, limit)
+	if err != nil || len(cands) == 0 {
+		return nil, err
+	}
+	// The claim is not interrupted by ctx: a claim that commits while
+	// its caller thinks it failed would hold the row until ClaimTimeout.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	var got []Record
+	err = w.db.Write(wctx, func(tx *gorm.DB) error {
+		var err error
+		got, err = w.claimIn(tx, cands, now)
+		return err
+	}, readCommitted)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: claim: %w", err)
+	}
+	return got, nil
+}
+
+// findDue reads up to limit due head rows (of key, when not "") through
+// g (the pool, or a transaction).
+func findDue(g *gorm.DB, now time.Time, key string, limit int) ([]models.OutboxAction, error) {
 	q, args := dueHeads, []any{now}
 	if key != "" {
 		q += " AND o.order_key = ?"
@@ -369,37 +402,28 @@ func (w *Worker) claimDue(ctx context.Context, now time.Time, key string, limit 
 	q += " ORDER BY o.id LIMIT ?"
 	args = append(args, limit)
 	var cands []models.OutboxAction
-	if err := w.db.WithContext(ctx).Raw(q, args...).Scan(&cands).Error; err != nil {
+	if err := g.Raw(q, args...).Scan(&cands).Error; err != nil {
 		return nil, fmt.Errorf("outbox: find due rows: %w", err)
 	}
-	if len(cands) == 0 {
-		return nil, nil
-	}
-	// The claim is not interrupted by ctx: a claim that commits while
-	// its caller thinks it failed would hold the row until ClaimTimeout.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
+	return cands, nil
+}
+
+// claimIn claims cands in tx and returns those it got.
+func (w *Worker) claimIn(tx *gorm.DB, cands []models.OutboxAction, now time.Time) ([]Record, error) {
 	var got []Record
-	err := w.db.Write(wctx, func(tx *gorm.DB) error {
-		got = got[:0]
-		for i := range cands {
-			c := &cands[i]
-			res := tx.Exec("UPDATE outbox SET status = 'CLAIMED', claimed_by = ?, claimed_at = ?, attempts = attempts + 1, updated_at = ?"+
-				" WHERE id = ? AND status = 'PENDING' AND attempts = ?", w.cfg.ID, now, now, c.ID, c.Attempts)
-			if res.Error != nil {
-				return res.Error
-			}
-			if res.RowsAffected == 1 {
-				r := recordOf(c)
-				r.Status, r.ClaimedBy, r.ClaimedAt, r.UpdatedAt = StatusClaimed, w.cfg.ID, &now, &now
-				r.Attempts++
-				got = append(got, r)
-			}
+	for i := range cands {
+		c := &cands[i]
+		res := tx.Exec("UPDATE outbox SET status = 'CLAIMED', claimed_by = ?, claimed_at = ?, attempts = attempts + 1, updated_at = ?"+
+			" WHERE id = ? AND status = 'PENDING' AND attempts = ?", w.cfg.ID, now, now, c.ID, c.Attempts)
+		if res.Error != nil {
+			return nil, res.Error
 		}
-		return nil
-	}, readCommitted)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: claim: %w", err)
+		if res.RowsAffected == 1 {
+			r := recordOf(c)
+			r.Status, r.ClaimedBy, r.ClaimedAt, r.UpdatedAt = StatusClaimed, w.cfg.ID, &now, &now
+			r.Attempts++
+			got = append(got, r)
+		}
 	}
 	return got, nil
 }
@@ -423,13 +447,32 @@ func (w *Worker) finish(ctx context.Context, stmt string, args []any, hook func(
 	return held, err
 }
 
-// succeed deletes a row whose handler succeeded. Done rows are not kept:
-// the table stays as small as the work in flight (the claim query scans
-// pending rows), and the effect itself is what the handler made.
-func (w *Worker) succeed(ctx context.Context, r Record) {
-	var hook func(tx *gorm.DB) error
-	if w.cfg.OnSuccess != nil {
-		hook = func(tx *gorm.DB) error { return w.cfg.OnSuccess(ctx, tx, r) }
+// succeed deletes a row whose handler succeeded and, when next is set,
+// claims the next due row of its key in the same transaction (one commit
+// per row instead of two while a key has a backlog) and returns it.
+//
+// Done rows are not kept: the table stays as small as the work in flight
+// (the claim query scans pending rows), and the effect itself is what
+// the handler made.
+func (w *Worker) succeed(ctx context.Context, r Record, next bool) *Record {
+	var succ []Record
+	hook := func(tx *gorm.DB) error {
+		succ = nil // the transaction may run more than once
+		if w.cfg.OnSuccess != nil {
+			if err := w.cfg.OnSuccess(ctx, tx, r); err != nil {
+				return err
+			}
+		}
+		if !next {
+			return nil
+		}
+		now := w.now()
+		cands, err := findDue(tx, now, r.Key, 1)
+		if err != nil || len(cands) == 0 {
+			return err
+		}
+		succ, err = w.claimIn(tx, cands, now)
+		return err
 	}
 	held, err := w.finish(ctx, "DELETE FROM outbox WHERE id = ? AND status = 'CLAIMED' AND claimed_by = ? AND attempts = ?",
 		[]any{r.ID, r.ClaimedBy, r.Attempts}, hook)
@@ -437,10 +480,16 @@ func (w *Worker) succeed(ctx context.Context, r Record) {
 	case err != nil:
 		slog.ErrorContext(ctx, "outbox action succeeded but could not be recorded; it will run again after the claim timeout",
 			"kind", r.Kind, "key", r.Key, "id", r.ID, "attempt", r.Attempts, "err", err)
+		return nil
 	case !held:
 		slog.WarnContext(ctx, "outbox action succeeded after its claim was taken back; it may have run twice",
 			"kind", r.Kind, "key", r.Key, "id", r.ID, "attempt", r.Attempts)
+		return nil
 	}
+	if len(succ) == 0 {
+		return nil
+	}
+	return &succ[0]
 }
 
 // fail records a handler failure: a retry after Backoff, or FAILED when

@@ -70,19 +70,9 @@ func (s *Service) WriteAllocations(ctx context.Context, ws []ConsumerWrite, mult
 	if err := checkWrites(ws); err != nil {
 		return err
 	}
-	typeIDs := map[string]int64{}
-	for _, w := range ws {
-		if w.Type == "" {
-			continue
-		}
-		if _, ok := typeIDs[w.Type]; ok {
-			continue
-		}
-		id, err := s.consumerTypeID(ctx, w.Type)
-		if err != nil {
-			return err
-		}
-		typeIDs[w.Type] = id
+	typeIDs, err := s.consumerTypeIDs(ctx, ws)
+	if err != nil {
+		return err
 	}
 	plan := func(tx *gorm.DB) (func(tx *gorm.DB) error, error) {
 		return s.planAllocations(tx, ws, typeIDs, multi)
@@ -258,17 +248,8 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 
 	// Consumers: the generation each write expects comes first, as
 	// upstream checks it before looking at providers.
-	for _, w := range ws {
-		if !w.CheckGeneration {
-			continue
-		}
-		c := existing[w.UUID]
-		switch {
-		case c == nil && w.Generation != nil:
-			return nil, Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected null but got %d", *w.Generation)
-		case c != nil && (w.Generation == nil || *w.Generation != c.generation):
-			return nil, Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected %d but got %s", c.generation, pyOptInt(w.Generation))
-		}
+	if err := checkConsumerGenerations(ws, existing); err != nil {
+		return nil, err
 	}
 
 	// Providers named in the new allocations must exist.
@@ -308,32 +289,9 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 	if err := s.checkInventoryPresent(tx, ws, providers, inv, multi); err != nil {
 		return nil, err
 	}
-	var inserts []allocInsert
-	needed := map[capKey]int64{}
-	for _, w := range ws {
-		for _, rpUUID := range allocKeys(w.Allocations) {
-			rp := providers[rpUUID]
-			res := w.Allocations[rpUUID]
-			for _, class := range allocKeys(res) {
-				n := res[class]
-				k := capKey{rp.id, class}
-				in := inv[k]
-				if n < in.minUnit || n > in.maxUnit || n%in.stepSize != 0 {
-					return nil, Conflict("", "Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would violate inventory constraints.", class, rpUUID)
-				}
-				needed[k] += n
-				// Usage by everyone else plus what this request asks
-				// for. Going over capacity is refused unless the write
-				// leaves the provider no more over-committed than it was
-				// (inventory may have shrunk below existing usage).
-				after := in.usedAll - in.usedOwn + needed[k]
-				capacity := float64(in.total-in.reserved) * in.ratio
-				if capacity < float64(after) && after > in.usedAll {
-					return nil, Conflict("", "Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would exceed the capacity.", class, rpUUID)
-				}
-				inserts = append(inserts, allocInsert{rp: rp.id, consumer: w.UUID, classID: in.classID, used: n})
-			}
-		}
+	inserts, err := planInserts(ws, providers, inv)
+	if err != nil {
+		return nil, err
 	}
 
 	return func(tx *gorm.DB) error {
@@ -371,6 +329,58 @@ func (s *Service) planAllocations(tx *gorm.DB, ws []ConsumerWrite, typeIDs map[s
 		}
 		return s.writeConsumers(tx, ws, existing, typeIDs, t)
 	}, nil
+}
+
+// checkConsumerGenerations compares the generation each write expects
+// with the consumer's (existing: the consumers read, by uuid).
+func checkConsumerGenerations(ws []ConsumerWrite, existing map[string]*consumerRow) error {
+	for _, w := range ws {
+		if !w.CheckGeneration {
+			continue
+		}
+		c := existing[w.UUID]
+		switch {
+		case c == nil && w.Generation != nil:
+			return Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected null but got %d", *w.Generation)
+		case c != nil && (w.Generation == nil || *w.Generation != c.generation):
+			return Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected %d but got %s", c.generation, pyOptInt(w.Generation))
+		}
+	}
+	return nil
+}
+
+// planInserts checks every amount of the writes against its inventory
+// (unit constraints, then capacity with what the consumers held before
+// not counted) and returns the allocation rows to insert.
+func planInserts(ws []ConsumerWrite, providers map[string]*allocProviderRow, inv map[capKey]*capRow) ([]allocInsert, error) {
+	var inserts []allocInsert
+	needed := map[capKey]int64{}
+	for _, w := range ws {
+		for _, rpUUID := range allocKeys(w.Allocations) {
+			rp := providers[rpUUID]
+			res := w.Allocations[rpUUID]
+			for _, class := range allocKeys(res) {
+				n := res[class]
+				k := capKey{rp.id, class}
+				in := inv[k]
+				if n < in.minUnit || n > in.maxUnit || n%in.stepSize != 0 {
+					return nil, Conflict("", "Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would violate inventory constraints.", class, rpUUID)
+				}
+				needed[k] += n
+				// Usage by everyone else plus what this request asks
+				// for. Going over capacity is refused unless the write
+				// leaves the provider no more over-committed than it was
+				// (inventory may have shrunk below existing usage).
+				after := in.usedAll - in.usedOwn + needed[k]
+				capacity := float64(in.total-in.reserved) * in.ratio
+				if capacity < float64(after) && after > in.usedAll {
+					return nil, NotEnough("Unable to allocate inventory: Unable to create allocation for '%s' on resource provider '%s'. The requested amount would exceed the capacity.", class, rpUUID)
+				}
+				inserts = append(inserts, allocInsert{rp: rp.id, consumer: w.UUID, classID: in.classID, used: n})
+			}
+		}
+	}
+	return inserts, nil
 }
 
 // writeConsumers creates, updates (bumping the generation optimistically)
@@ -481,317 +491,6 @@ func (s *Service) insertAllocations(tx *gorm.DB, rows []allocInsert, t time.Time
 	return nil
 }
 
-// readProvidersByUUID returns the providers among uuids, by uuid.
-func readProvidersByUUID(tx *gorm.DB, uuids []string) (map[string]*allocProviderRow, error) {
-	out := make(map[string]*allocProviderRow, len(uuids))
-	if len(uuids) == 0 {
-		return out, nil
-	}
-	rows, err := tx.Raw("SELECT id, uuid, generation FROM resource_providers WHERE uuid IN ?", uuids).Rows()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		p := &allocProviderRow{}
-		if err := rows.Scan(&p.id, &p.uuid, &p.generation); err != nil {
-			return nil, err
-		}
-		out[p.uuid] = p
-	}
-	return out, rows.Err()
-}
-
-// usageKey names one (provider id, resource class id) pair.
-type usageKey struct{ rp, rc int64 }
-
-// writeState is what an allocation write reads before it checks anything.
-type writeState struct {
-	// consumers are the existing consumers among those written, by uuid.
-	consumers map[string]*consumerRow
-	// own is what those consumers hold now, by (provider, class).
-	own map[usageKey]int64
-	// heldProviders are the providers each consumer holds allocations
-	// on: provider id → generation.
-	heldProviders map[string]map[int64]int64
-	// providers are the providers named by the new allocations that
-	// exist, by uuid; inv their inventories of the classes asked for,
-	// with the current usage.
-	providers map[string]*allocProviderRow
-	inv       map[capKey]*capRow
-	// usageRows are the (provider, class) pairs of those providers'
-	// inventories that have an allocation_usages row.
-	usageRows map[usageKey]bool
-}
-
-// readWriteState reads, in one statement (one round trip on MySQL), the
-// consumers among consumerUUIDs with their allocations (and the
-// generation of each provider they are on), and the providers among
-// rpUUIDs with their inventories of the classes in classSet and the
-// current usage of each (from allocation_usages). The two halves are a
-// UNION ALL whose first column tells them apart.
-//
-// The read takes no locks on MySQL: everything it returns is guarded by
-// an optimistic update at the end of the write. A provider's generation
-// guards its inventory and usage; a consumer's generation guards what it
-// holds (every allocation write bumps the generation of, or deletes,
-// every existing consumer it rewrites, so if the consumer's allocations
-// changed after this read, its generation moved and the write is rolled
-// back and retried).
-func readWriteState(tx *gorm.DB, consumerUUIDs, rpUUIDs []string, classSet map[string]bool) (*writeState, error) {
-	st := &writeState{
-		consumers:     make(map[string]*consumerRow, len(consumerUUIDs)),
-		own:           map[usageKey]int64{},
-		heldProviders: map[string]map[int64]int64{},
-		providers:     make(map[string]*allocProviderRow, len(rpUUIDs)),
-		inv:           map[capKey]*capRow{},
-		usageRows:     map[usageKey]bool{},
-	}
-	const consumerPart = `SELECT 0, c.id, c.uuid, c.generation, c.project_id, c.user_id, c.consumer_type_id,
- a.resource_provider_id, a.resource_class_id, a.used, arp.generation, NULL, NULL, NULL
- FROM consumers c
- LEFT JOIN allocations a ON a.consumer_id = c.uuid
- LEFT JOIN resource_providers arp ON arp.id = a.resource_provider_id
- WHERE c.uuid IN ?`
-	// Every inventory of the providers, filtered here: a provider has few,
-	// and a class filter would cost SQLite more than the extra rows.
-	const providerPart = `SELECT 1, rp.id, rp.uuid, rp.generation, rc.name, NULL, i.resource_class_id,
- i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, u.used
- FROM resource_providers rp
- LEFT JOIN inventories i ON i.resource_provider_id = rp.id
- LEFT JOIN resource_classes rc ON rc.id = i.resource_class_id
- LEFT JOIN allocation_usages u ON u.resource_provider_id = i.resource_provider_id AND u.resource_class_id = i.resource_class_id
- WHERE rp.uuid IN ?`
-	var q string
-	var args []any
-	switch {
-	case len(consumerUUIDs) > 0 && len(rpUUIDs) > 0:
-		q, args = consumerPart+"\nUNION ALL\n"+providerPart, []any{consumerUUIDs, rpUUIDs}
-	case len(consumerUUIDs) > 0:
-		q, args = consumerPart, []any{consumerUUIDs}
-	case len(rpUUIDs) > 0:
-		q, args = providerPart, []any{rpUUIDs}
-	default:
-		return st, nil
-	}
-	rows, err := tx.Raw(q, args...).Rows()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var kind, id, gen int64
-		var uuid string
-		var s5, s6 sql.NullString
-		var n7, n8, n9, n10, n11, n12, n14 sql.NullInt64
-		var f13 sql.NullFloat64
-		if err := rows.Scan(&kind, &id, &uuid, &gen, &s5, &s6, &n7, &n8, &n9, &n10, &n11, &n12, &f13, &n14); err != nil {
-			return nil, err
-		}
-		if kind == 0 {
-			// A consumer (project, user, type) and one of its allocations
-			// (provider, class, used, provider generation), if any.
-			c := st.consumers[uuid]
-			if c == nil {
-				c = &consumerRow{id: id, uuid: uuid, projectID: s5.String, userID: s6.String, generation: gen}
-				if n7.Valid {
-					t := n7.Int64
-					c.typeID = &t
-				}
-				st.consumers[uuid] = c
-			}
-			if !n8.Valid {
-				continue // holds nothing
-			}
-			st.own[usageKey{n8.Int64, n9.Int64}] += n10.Int64
-			hp := st.heldProviders[uuid]
-			if hp == nil {
-				hp = map[int64]int64{}
-				st.heldProviders[uuid] = hp
-			}
-			hp[n8.Int64] = n11.Int64
-			continue
-		}
-		// A provider and one of its inventories (class name, class id,
-		// total, reserved, min, max, step, ratio, used), if any.
-		if st.providers[uuid] == nil {
-			st.providers[uuid] = &allocProviderRow{id: id, uuid: uuid, generation: gen}
-		}
-		if n14.Valid {
-			st.usageRows[usageKey{id, n7.Int64}] = true
-		}
-		if !s5.Valid || !classSet[s5.String] {
-			continue
-		}
-		st.inv[capKey{id, s5.String}] = &capRow{rp: id, classID: n7.Int64, total: n8.Int64, reserved: n9.Int64,
-			minUnit: n10.Int64, maxUnit: n11.Int64, stepSize: n12.Int64, ratio: f13.Float64, usedAll: n14.Int64}
-	}
-	return st, rows.Err()
-}
-
-// bumpGenerations bumps the generation of every provider in bump
-// (provider id → generation read) in one optimistic UPDATE; a provider
-// whose generation moved is not matched and the write is a lost race.
-// The UPDATE finds the rows by primary key in id order, so concurrent
-// MySQL writers lock them in the same order.
-func bumpGenerations(tx *gorm.DB, bump map[int64]int64, t time.Time) error {
-	if len(bump) == 0 {
-		return nil
-	}
-	ids := make([]int64, 0, len(bump))
-	for id := range bump {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	var sb strings.Builder
-	sb.WriteString("UPDATE resource_providers SET generation = generation + 1, updated_at = ? WHERE ")
-	args := make([]any, 0, 1+2*len(ids))
-	args = append(args, t)
-	for i, id := range ids {
-		if i > 0 {
-			sb.WriteString(" OR ")
-		}
-		if len(ids) > 1 {
-			sb.WriteString("(id = ? AND generation = ?)")
-		} else {
-			sb.WriteString("id = ? AND generation = ?")
-		}
-		args = append(args, id, bump[id])
-	}
-	res, err := db.SQLOf(tx).ExecContext(tx.Statement.Context, sb.String(), args...)
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n != int64(len(ids)) {
-		return &errRetry{msgProviderRace}
-	}
-	return nil
-}
-
-// usageRowsExist reports whether every usage change in delta is on a
-// provider being bumped and has an allocation_usages row to change.
-func usageRowsExist(delta map[usageKey]int64, bump map[int64]int64, rows map[usageKey]bool) bool {
-	for k, n := range delta {
-		if n == 0 {
-			continue
-		}
-		if _, ok := bump[k.rp]; !ok || !rows[k] {
-			return false
-		}
-	}
-	return true
-}
-
-// bumpWithUsage is bumpGenerations and addUsage in one MySQL multi-table
-// UPDATE, for when every usage change is on a bumped provider and its
-// allocation_usages row exists (usageRowsExist). The providers are the
-// outer side of a LEFT JOIN, so InnoDB locks each provider row (by
-// primary key, in id order) before its usage rows. MySQL updates each
-// matched row once and counts the rows it changed: one per provider plus
-// one per usage change. Fewer means a provider's generation moved (its
-// row and its usage rows are not matched) or a usage row went away, and
-// the attempt is a lost race (rolled back and run again).
-func bumpWithUsage(tx *gorm.DB, bump map[int64]int64, delta map[usageKey]int64, t time.Time) error {
-	keys := make([]usageKey, 0, len(delta))
-	for k, n := range delta {
-		if n != 0 {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) == 0 {
-		return bumpGenerations(tx, bump, t)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].rp != keys[j].rp {
-			return keys[i].rp < keys[j].rp
-		}
-		return keys[i].rc < keys[j].rc
-	})
-	ids := make([]int64, 0, len(bump))
-	for id := range bump {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-
-	var sb strings.Builder
-	args := make([]any, 0, 5*len(keys)+2*len(ids)+1)
-	sb.WriteString("UPDATE resource_providers rp LEFT JOIN allocation_usages u ON u.resource_provider_id = rp.id AND (")
-	for i, k := range keys {
-		if i > 0 {
-			sb.WriteString(" OR ")
-		}
-		sb.WriteString("(u.resource_provider_id = ? AND u.resource_class_id = ?)")
-		args = append(args, k.rp, k.rc)
-	}
-	sb.WriteString(")\n SET rp.generation = rp.generation + 1, rp.updated_at = ?, u.used = u.used + CASE")
-	args = append(args, t)
-	for _, k := range keys {
-		sb.WriteString(" WHEN u.resource_provider_id = ? AND u.resource_class_id = ? THEN ?")
-		args = append(args, k.rp, k.rc, delta[k])
-	}
-	sb.WriteString(" ELSE 0 END\n WHERE ")
-	for i, id := range ids {
-		if i > 0 {
-			sb.WriteString(" OR ")
-		}
-		sb.WriteString("(rp.id = ? AND rp.generation = ?)")
-		args = append(args, id, bump[id])
-	}
-	res, err := db.SQLOf(tx).ExecContext(tx.Statement.Context, sb.String(), args...)
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n != int64(len(ids)+len(keys)) {
-		return &errRetry{msgProviderRace}
-	}
-	return nil
-}
-
-// addUsage applies usage changes to allocation_usages in one statement,
-// in (provider, class) order so concurrent MySQL writers lock rows in
-// the same order.
-func (s *Service) addUsage(tx *gorm.DB, delta map[usageKey]int64) error {
-	keys := make([]usageKey, 0, len(delta))
-	for k, n := range delta {
-		if n != 0 {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].rp != keys[j].rp {
-			return keys[i].rp < keys[j].rp
-		}
-		return keys[i].rc < keys[j].rc
-	})
-	var sb strings.Builder
-	sb.WriteString(s.insertVerb() + " allocation_usages (resource_provider_id, resource_class_id, used) VALUES ")
-	args := make([]any, 0, 3*len(keys))
-	for i, k := range keys {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString("(?, ?, ?)")
-		args = append(args, k.rp, k.rc, delta[k])
-	}
-	if s.db.Dialect == db.MySQL {
-		sb.WriteString(" ON DUPLICATE KEY UPDATE used = used + VALUES(used)")
-	} else {
-		sb.WriteString(" ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE SET used = allocation_usages.used + excluded.used")
-	}
-	return tx.Exec(sb.String(), args...).Error
-}
-
 // checkInventoryPresent fails the write when a class asked for does not
 // exist (400) or a provider has no inventory of it (409), in upstream's
 // order: unknown classes, then providers with none of the classes, then
@@ -865,235 +564,4 @@ func allocKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// DeleteAllocations removes every allocation of a consumer and the
-// consumer itself. Provider generations are not bumped (as upstream).
-func (s *Service) DeleteAllocations(ctx context.Context, consumerUUID string) error {
-	plan := func(tx *gorm.DB) (func(tx *gorm.DB) error, error) {
-		return s.planDeleteAllocations(tx, consumerUUID)
-	}
-	var err error
-	for attempt := 0; attempt < allocationRetries; attempt++ {
-		err = s.runWrite(ctx, plan)
-		var r *errRetry
-		if err == nil || !(isLockConflict(err) || errors.As(err, &r)) {
-			return wrap("delete allocations", err)
-		}
-	}
-	return Conflict(CodeConcurrentUpdate, "Allocations of consumer %s changed while attempting to delete them. Please retry.", consumerUUID)
-}
-
-// planDeleteAllocations is the reading half of DeleteAllocations inside
-// tx; it returns the writing half.
-func (s *Service) planDeleteAllocations(tx *gorm.DB, consumerUUID string) (func(tx *gorm.DB) error, error) {
-	held, nRows, c, err := s.readDeleteState(tx, consumerUUID)
-	if err != nil {
-		return nil, err
-	}
-	if len(held) == 0 {
-		return nil, NotFound("No allocations for consumer '%s'", consumerUUID)
-	}
-	return func(tx *gorm.DB) error {
-		delta := make(map[usageKey]int64, len(held))
-		for k, n := range held {
-			delta[k] = -n
-		}
-		if c != nil && s.db.Dialect == db.MySQL {
-			// The allocations and the consumer in one statement. The
-			// locking read holds every row it matches, so it deletes
-			// exactly the rows read plus the consumer, unless the
-			// consumer's generation moved: then nothing matches.
-			res := tx.Exec(`DELETE a, c FROM allocations a JOIN consumers c ON c.uuid = a.consumer_id
- WHERE a.consumer_id = ? AND c.id = ? AND c.generation = ?`, consumerUUID, c.id, c.generation)
-			if res.Error != nil {
-				return res.Error
-			}
-			if res.RowsAffected != nRows+1 {
-				return &errRetry{msgConsumerRace}
-			}
-			return s.addUsage(tx, delta)
-		}
-		if err := tx.Exec("DELETE FROM allocations WHERE consumer_id = ?", consumerUUID).Error; err != nil {
-			return err
-		}
-		if err := s.addUsage(tx, delta); err != nil {
-			return err
-		}
-		if c == nil {
-			// Allocations without a consumer row (left by an old
-			// writer); drop a row that appeared meanwhile too.
-			return tx.Exec("DELETE FROM consumers WHERE uuid = ?", consumerUUID).Error
-		}
-		// The consumer's generation guards the usage arithmetic: had
-		// another write changed its allocations since they were read,
-		// the generation moved and this attempt is rolled back.
-		res := tx.Exec("DELETE FROM consumers WHERE id = ? AND generation = ?", c.id, c.generation)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected != 1 {
-			return &errRetry{msgConsumerRace}
-		}
-		return nil
-	}, nil
-}
-
-// readDeleteState reads, in one statement, what consumerUUID holds, by
-// (provider, class), in how many allocation rows, and its consumer row
-// (nil if it has none). On MySQL
-// it is a locking read: the allocation rows (and the consumer row) stay
-// as read until the transaction ends, so the usage summary can be
-// corrected by exactly what the delete removes.
-func (s *Service) readDeleteState(tx *gorm.DB, consumerUUID string) (held map[usageKey]int64, nRows int64, c *consumerRow, err error) {
-	q := `SELECT a.resource_provider_id, a.resource_class_id, a.used, c.id, c.generation
- FROM allocations a LEFT JOIN consumers c ON c.uuid = a.consumer_id WHERE a.consumer_id = ?`
-	if s.db.Dialect == db.MySQL {
-		q += " FOR UPDATE"
-	}
-	held = map[usageKey]int64{}
-	rows, err := tx.Raw(q, consumerUUID).Rows()
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k usageKey
-		var n int64
-		var id, gen sql.NullInt64
-		if err := rows.Scan(&k.rp, &k.rc, &n, &id, &gen); err != nil {
-			return nil, 0, nil, err
-		}
-		held[k] += n
-		nRows++
-		if id.Valid && c == nil {
-			c = &consumerRow{id: id.Int64, uuid: consumerUUID, generation: gen.Int64}
-		}
-	}
-	return held, nRows, c, rows.Err()
-}
-
-// ProviderResources is what a consumer holds on one provider.
-type ProviderResources struct {
-	ProviderUUID       string
-	ProviderGeneration int64
-	Resources          map[string]int64
-}
-
-// ConsumerAllocations is a consumer's allocations, by provider uuid.
-type ConsumerAllocations struct {
-	// Consumer is nil when the consumer holds nothing.
-	Consumer  *Consumer
-	Providers map[string]*ProviderResources
-	// LastModified is the newest allocation's timestamp (zero if none).
-	LastModified time.Time
-}
-
-// GetConsumerAllocations returns what consumerUUID holds; an unknown
-// consumer simply holds nothing.
-func (s *Service) GetConsumerAllocations(ctx context.Context, consumerUUID string) (*ConsumerAllocations, error) {
-	rows, err := s.conn(ctx).Raw(`SELECT rp.uuid, rp.generation, rc.name, a.used, a.created_at, a.updated_at,
- c.project_id, c.user_id, c.generation, ct.name
- FROM allocations a
- JOIN consumers c ON c.uuid = a.consumer_id
- JOIN resource_providers rp ON rp.id = a.resource_provider_id
- JOIN resource_classes rc ON rc.id = a.resource_class_id
- LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
- WHERE a.consumer_id = ?`, consumerUUID).Rows()
-	if err != nil {
-		return nil, wrap("get allocations", err)
-	}
-	defer rows.Close()
-	out := &ConsumerAllocations{Providers: map[string]*ProviderResources{}}
-	for rows.Next() {
-		var rpUUID, class, project, user string
-		var rpGen, used, cGen int64
-		var created, updated time.Time
-		var typeName sql.NullString
-		if err := rows.Scan(&rpUUID, &rpGen, &class, &used, &created, &updated, &project, &user, &cGen, &typeName); err != nil {
-			return nil, wrap("get allocations", err)
-		}
-		if out.Consumer == nil {
-			out.Consumer = &Consumer{UUID: consumerUUID, ProjectID: project, UserID: user, Generation: cGen, Type: typeName.String}
-		}
-		p := out.Providers[rpUUID]
-		if p == nil {
-			p = &ProviderResources{ProviderUUID: rpUUID, ProviderGeneration: rpGen, Resources: map[string]int64{}}
-			out.Providers[rpUUID] = p
-		}
-		p.Resources[class] = used
-		out.LastModified = allocLatest(out.LastModified, created, updated)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrap("get allocations", err)
-	}
-	return out, nil
-}
-
-// ConsumerResources is what one consumer holds on a provider.
-type ConsumerResources struct {
-	Generation int64
-	Resources  map[string]int64
-}
-
-// ProviderAllocations is every allocation against one provider.
-type ProviderAllocations struct {
-	ProviderGeneration int64
-	Consumers          map[string]*ConsumerResources
-	LastModified       time.Time
-}
-
-// GetProviderAllocations returns the allocations against provider
-// rpUUID, read together with its generation in one statement.
-func (s *Service) GetProviderAllocations(ctx context.Context, rpUUID string) (*ProviderAllocations, error) {
-	rows, err := s.conn(ctx).Raw(`SELECT rp.generation, a.consumer_id, rc.name, a.used, a.created_at, a.updated_at, c.generation
- FROM resource_providers rp
- LEFT JOIN allocations a ON a.resource_provider_id = rp.id
- LEFT JOIN consumers c ON c.uuid = a.consumer_id
- LEFT JOIN resource_classes rc ON rc.id = a.resource_class_id
- WHERE rp.uuid = ?`, rpUUID).Rows()
-	if err != nil {
-		return nil, wrap("get provider allocations", err)
-	}
-	defer rows.Close()
-	var out *ProviderAllocations
-	for rows.Next() {
-		var gen int64
-		var consumer, class sql.NullString
-		var used, cGen sql.NullInt64
-		var created, updated sql.NullTime
-		if err := rows.Scan(&gen, &consumer, &class, &used, &created, &updated, &cGen); err != nil {
-			return nil, wrap("get provider allocations", err)
-		}
-		if out == nil {
-			out = &ProviderAllocations{ProviderGeneration: gen, Consumers: map[string]*ConsumerResources{}}
-		}
-		if !consumer.Valid || !cGen.Valid || !class.Valid {
-			continue // no allocations, or a row without its consumer
-		}
-		c := out.Consumers[consumer.String]
-		if c == nil {
-			c = &ConsumerResources{Generation: cGen.Int64, Resources: map[string]int64{}}
-			out.Consumers[consumer.String] = c
-		}
-		c.Resources[class.String] = used.Int64
-		out.LastModified = allocLatest(out.LastModified, created.Time, updated.Time)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrap("get provider allocations", err)
-	}
-	if out == nil {
-		return nil, NotFound("Resource provider '%s' not found: No resource provider with uuid %s found", rpUUID, rpUUID)
-	}
-	return out, nil
-}
-
-func allocLatest(ts ...time.Time) time.Time {
-	var m time.Time
-	for _, t := range ts {
-		if t.After(m) {
-			m = t
-		}
-	}
-	return m
 }

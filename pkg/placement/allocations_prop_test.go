@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // propClasses are the classes the property test allocates (plus one the
@@ -231,7 +232,7 @@ func TestAllocationInvariants(t *testing.T) {
 				}
 			}
 			if err != nil {
-				if _, ok := err.(*Error); !ok {
+				if _, ok := err.(*errs.Error); !ok {
 					t.Fatalf("step %d: not a domain error: %v", step, err)
 				}
 				if diff := cmp.Diff(before, after); diff != "" {

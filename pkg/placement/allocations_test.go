@@ -3,7 +3,6 @@ package placement
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 const (
@@ -89,14 +89,14 @@ func usages(t testing.TB, s *Service, uuid string) map[string]int64 {
 }
 
 // wantErr checks err is a *Error with status and a message containing sub.
-func wantErr(t testing.TB, err error, status int, code, sub string) {
+func wantErr(t testing.TB, err error, kind errs.Kind, code, sub string) {
 	t.Helper()
-	var pe *Error
+	var pe *errs.Error
 	if !errors.As(err, &pe) {
-		t.Fatalf("error %v (%T), want a %d *Error", err, err, status)
+		t.Fatalf("error %v (%T), want a %v *errs.Error", err, err, kind)
 	}
-	if pe.Status != status || (code != "" && pe.Code != code) || !strings.Contains(pe.Msg, sub) {
-		t.Fatalf("error %d %s %q, want %d %s containing %q", pe.Status, pe.Code, pe.Msg, status, code, sub)
+	if pe.Kind != kind || (code != "" && pe.Code != code) || !strings.Contains(pe.Msg, sub) {
+		t.Fatalf("error %v %s %q, want %v %s containing %q", pe.Kind, pe.Code, pe.Msg, kind, code, sub)
 	}
 }
 
@@ -115,43 +115,43 @@ func TestWriteAllocationsErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name   string
-		w      ConsumerWrite
-		multi  bool
-		status int
-		code   string
-		msg    string
+		name  string
+		w     ConsumerWrite
+		multi bool
+		kind  errs.Kind
+		code  string
+		msg   string
 	}{
 		{"unknown provider", ConsumerWrite{UUID: consumerB, Allocations: alloc("9f3c6f9e-1111-4222-8333-944455556666", "VCPU", 1)},
-			false, 400, "", "Allocation for resource provider '9f3c6f9e-1111-4222-8333-944455556666' that does not exist."},
+			false, errs.BadRequest, "", "Allocation for resource provider '9f3c6f9e-1111-4222-8333-944455556666' that does not exist."},
 		{"unknown class put", ConsumerWrite{UUID: consumerB, Allocations: alloc(rp.UUID, "COWS", 1)},
-			false, 400, "", "Unable to allocate inventory for consumer " + consumerB + ": No such resource class COWS."},
+			false, errs.BadRequest, "", "Unable to allocate inventory for consumer " + consumerB + ": No such resource class COWS."},
 		{"unknown class post", ConsumerWrite{UUID: consumerB, Allocations: alloc(rp.UUID, "CUSTOM_PONY", 1, "VCPU", 1)},
-			true, 400, "", "Unable to allocate inventory No such resource class CUSTOM_PONY."},
+			true, errs.BadRequest, "", "Unable to allocate inventory No such resource class CUSTOM_PONY."},
 		{"class not in inventory", ConsumerWrite{UUID: consumerB, Allocations: alloc(rp.UUID, "MEMORY_MB", 1, "VCPU", 1)},
-			false, 409, CodeUndefined, "Inventory for 'MEMORY_MB' on resource provider '" + rp.UUID + "' invalid."},
+			false, errs.Conflict, CodeUndefined, "Inventory for 'MEMORY_MB' on resource provider '" + rp.UUID + "' invalid."},
 		{"provider without inventory", ConsumerWrite{UUID: consumerB, Allocations: alloc(bare.UUID, "VCPU", 1)},
-			false, 409, CodeUndefined, "Inventory for 'VCPU' on resource provider '" + bare.UUID + "' invalid."},
+			false, errs.Conflict, CodeUndefined, "Inventory for 'VCPU' on resource provider '" + bare.UUID + "' invalid."},
 		{"above max_unit", ConsumerWrite{UUID: consumerB, Allocations: alloc(rp.UUID, "VCPU", 5)},
-			false, 409, CodeUndefined, "The requested amount would violate inventory constraints."},
+			false, errs.Conflict, CodeUndefined, "The requested amount would violate inventory constraints."},
 		{"below min_unit", ConsumerWrite{UUID: consumerB, Allocations: alloc(rp.UUID, "DISK_GB", 5)},
-			false, 409, CodeUndefined, "would violate inventory constraints"},
+			false, errs.Conflict, CodeUndefined, "would violate inventory constraints"},
 		{"off step", ConsumerWrite{UUID: consumerB, Allocations: alloc(rp.UUID, "DISK_GB", 15)},
-			false, 409, CodeUndefined, "would violate inventory constraints"},
+			false, errs.Conflict, CodeUndefined, "would violate inventory constraints"},
 		{"new consumer with a generation", ConsumerWrite{UUID: consumerC, CheckGeneration: true, Generation: gen(5), Allocations: alloc(rp.UUID, "VCPU", 1)},
-			false, 409, CodeConcurrentUpdate, "consumer generation conflict - expected null but got 5"},
+			false, errs.Conflict, CodeConcurrentUpdate, "consumer generation conflict - expected null but got 5"},
 		{"existing consumer with null", ConsumerWrite{UUID: consumerA, CheckGeneration: true, Allocations: alloc(rp.UUID, "VCPU", 1)},
-			false, 409, CodeConcurrentUpdate, "consumer generation conflict - expected 1 but got None"},
+			false, errs.Conflict, CodeConcurrentUpdate, "consumer generation conflict - expected 1 but got None"},
 		{"existing consumer stale", ConsumerWrite{UUID: consumerA, CheckGeneration: true, Generation: gen(7), Allocations: alloc(rp.UUID, "VCPU", 1)},
-			false, 409, CodeConcurrentUpdate, "consumer generation conflict - expected 1 but got 7"},
+			false, errs.Conflict, CodeConcurrentUpdate, "consumer generation conflict - expected 1 but got 7"},
 		{"zero amount", ConsumerWrite{UUID: consumerB, Allocations: alloc(rp.UUID, "VCPU", 0)},
-			false, 400, "", "must be at least 1"},
+			false, errs.BadRequest, "", "must be at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := usages(t, s, rp.UUID)
 			g := providerGen(t, s, rp.UUID)
 			err := s.WriteAllocations(ctx, []ConsumerWrite{tc.w}, tc.multi)
-			wantErr(t, err, tc.status, tc.code, tc.msg)
+			wantErr(t, err, tc.kind, tc.code, tc.msg)
 			if diff := cmp.Diff(before, usages(t, s, rp.UUID)); diff != "" {
 				t.Errorf("failed write changed usage (-before +after):\n%s", diff)
 			}
@@ -168,7 +168,7 @@ func TestWriteAllocationsErrors(t *testing.T) {
 		}
 	}
 	err := s.WriteAllocations(ctx, []ConsumerWrite{{UUID: "dddddddd-0000-4000-8000-000000000004", Allocations: alloc(rp.UUID, "VCPU", 1)}}, false)
-	wantErr(t, err, http.StatusConflict, CodeUndefined, "Unable to create allocation for 'VCPU' on resource provider '"+rp.UUID+"'. The requested amount would exceed the capacity.")
+	wantErr(t, err, errs.NotEnoughResources, CodeUndefined, "Unable to create allocation for 'VCPU' on resource provider '"+rp.UUID+"'. The requested amount would exceed the capacity.")
 	if got := usages(t, s, rp.UUID)["VCPU"]; got != 12 {
 		t.Errorf("VCPU usage %d, want 12", got)
 	}
@@ -262,7 +262,7 @@ func TestWriteAllocationsConsumerLifecycle(t *testing.T) {
 	if g := providerGen(t, s, rp1.UUID); g != g1 {
 		t.Errorf("delete bumped rp1: %d → %d", g1, g)
 	}
-	wantErr(t, s.DeleteAllocations(ctx, consumerA), http.StatusNotFound, "", "No allocations for consumer '"+consumerA+"'")
+	wantErr(t, s.DeleteAllocations(ctx, consumerA), errs.NotFound, "", "No allocations for consumer '"+consumerA+"'")
 	var n int64
 	s.db.Model(&models.Consumer{}).Count(&n)
 	if n != 0 {
@@ -281,7 +281,7 @@ func TestWriteAllocationsMultiAtomic(t *testing.T) {
 	for _, c := range []string{consumerA, consumerB, consumerC} {
 		ws = append(ws, ConsumerWrite{UUID: c, ProjectID: "p", UserID: "u", CheckGeneration: true, Allocations: alloc(rp.UUID, "VCPU", 1)})
 	}
-	wantErr(t, s.WriteAllocations(ctx, ws, true), http.StatusConflict, CodeUndefined, "would exceed the capacity")
+	wantErr(t, s.WriteAllocations(ctx, ws, true), errs.NotEnoughResources, CodeUndefined, "would exceed the capacity")
 	if got := usages(t, s, rp.UUID); got["VCPU"] != 0 {
 		t.Errorf("usage %v after failed multi write", got)
 	}
@@ -324,9 +324,9 @@ func TestWriteAllocationsShrunkInventory(t *testing.T) {
 		t.Fatalf("reducing an overage: %v", err)
 	}
 	wantErr(t, s.WriteAllocations(ctx, []ConsumerWrite{{UUID: consumerA, Allocations: alloc(rp.UUID, "VCPU", 7)}}, false),
-		http.StatusConflict, "", "would exceed the capacity")
+		errs.NotEnoughResources, "", "would exceed the capacity")
 	wantErr(t, s.WriteAllocations(ctx, []ConsumerWrite{{UUID: consumerB, Allocations: alloc(rp.UUID, "VCPU", 1)}}, false),
-		http.StatusConflict, "", "would exceed the capacity")
+		errs.NotEnoughResources, "", "would exceed the capacity")
 }
 
 func TestNormalizeConsumerUUID(t *testing.T) {

@@ -37,6 +37,8 @@ UNION ALL SELECT COUNT(*), COALESCE(SUM(used), 0), COALESCE(SUM((used % 1000003)
 UNION ALL SELECT COUNT(*), COALESCE(MAX(id), 0), 0, 0 FROM traits
 UNION ALL SELECT COUNT(*), COALESCE(MAX(id), 0), MAX(updated_at), COALESCE(SUM(LENGTH(name)), 0) FROM resource_classes`
 
+// snapshotCache is a Service's allocation-candidates snapshot with the
+// marker it was built at.
 type snapshotCache struct {
 	mu     sync.Mutex // serialises rebuilds
 	cur    sync.Mutex // guards marker/snap
@@ -100,13 +102,6 @@ func (c *snapshotCache) readLoop(read func() (string, error)) {
 		call.marker, call.err = read()
 		close(call.done)
 	}
-}
-
-var snapshotCaches sync.Map // *db.DB → *snapshotCache
-
-func cacheFor(d *db.DB) *snapshotCache {
-	c, _ := snapshotCaches.LoadOrStore(d, &snapshotCache{})
-	return c.(*snapshotCache)
 }
 
 func readMarker(tx *gorm.DB) (string, error) {
@@ -185,10 +180,20 @@ func (c *snapshotCache) readMarkerFast(ctx context.Context, d *db.DB) (string, e
 	return m, nil
 }
 
+// at returns the cached snapshot if it was built at marker, else nil.
+func (c *snapshotCache) at(marker string) *candidates.Snapshot {
+	c.cur.Lock()
+	defer c.cur.Unlock()
+	if c.snap != nil && c.marker == marker {
+		return c.snap
+	}
+	return nil
+}
+
 // candidateSnapshot returns a snapshot that reflects every write
 // committed before the call.
 func (s *Service) candidateSnapshot(ctx context.Context) (*candidates.Snapshot, error) {
-	c := cacheFor(s.db)
+	c := s.snapshots
 	marker, err := c.sharedMarker(func() (string, error) {
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -197,22 +202,15 @@ func (s *Service) candidateSnapshot(ctx context.Context) (*candidates.Snapshot, 
 	if err != nil {
 		return nil, wrap("snapshot marker", err)
 	}
-	c.cur.Lock()
-	if c.snap != nil && c.marker == marker {
-		snap := c.snap
-		c.cur.Unlock()
+	if snap := c.at(marker); snap != nil {
 		return snap, nil
 	}
-	c.cur.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cur.Lock()
-	if c.snap != nil && c.marker == marker {
-		snap := c.snap
-		c.cur.Unlock()
+	// Another request may have rebuilt it while this one waited.
+	if snap := c.at(marker); snap != nil {
 		return snap, nil
 	}
-	c.cur.Unlock()
 	var snap *candidates.Snapshot
 	var built string
 	err = s.tx(ctx, func(tx *gorm.DB) error {
@@ -254,15 +252,19 @@ func LoadSnapshotInto(tx *gorm.DB, b *candidates.Builder) (*candidates.Snapshot,
 		}
 		return rows.Err()
 	}
-	if err := each("SELECT id, name FROM resource_classes", func(r *sql.Rows) error {
-		var id int64
-		var name string
-		if err := r.Scan(&id, &name); err != nil {
-			return err
-		}
-		b.AddClass(id, name)
-		return nil
-	}); err != nil {
+	// idNames reads (id, name) rows into add.
+	idNames := func(q string, add func(id int64, name string)) error {
+		return each(q, func(r *sql.Rows) error {
+			var id int64
+			var name string
+			if err := r.Scan(&id, &name); err != nil {
+				return err
+			}
+			add(id, name)
+			return nil
+		})
+	}
+	if err := idNames("SELECT id, name FROM resource_classes", b.AddClass); err != nil {
 		return nil, err
 	}
 	if err := each("SELECT name FROM traits ORDER BY id", func(r *sql.Rows) error {
@@ -310,26 +312,10 @@ func LoadSnapshotInto(tx *gorm.DB, b *candidates.Builder) (*candidates.Snapshot,
 	}); err != nil {
 		return nil, err
 	}
-	if err := each("SELECT rpt.resource_provider_id, t.name FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id ORDER BY rpt.resource_provider_id, rpt.trait_id", func(r *sql.Rows) error {
-		var rp int64
-		var name string
-		if err := r.Scan(&rp, &name); err != nil {
-			return err
-		}
-		b.AddProviderTrait(rp, name)
-		return nil
-	}); err != nil {
+	if err := idNames("SELECT rpt.resource_provider_id, t.name FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id ORDER BY rpt.resource_provider_id, rpt.trait_id", b.AddProviderTrait); err != nil {
 		return nil, err
 	}
-	if err := each("SELECT rpa.resource_provider_id, a.uuid FROM resource_provider_aggregates rpa JOIN placement_aggregates a ON a.id = rpa.aggregate_id", func(r *sql.Rows) error {
-		var rp int64
-		var agg string
-		if err := r.Scan(&rp, &agg); err != nil {
-			return err
-		}
-		b.AddProviderAggregate(rp, agg)
-		return nil
-	}); err != nil {
+	if err := idNames("SELECT rpa.resource_provider_id, a.uuid FROM resource_provider_aggregates rpa JOIN placement_aggregates a ON a.id = rpa.aggregate_id", b.AddProviderAggregate); err != nil {
 		return nil, err
 	}
 	return b.Build(), nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/microversion"
 	"github.com/leasehold/leasehold/pkg/placement/candidates"
 )
@@ -190,8 +191,8 @@ func TestAllocationCandidatesErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = f.svc.AllocationCandidates(context.Background(), req, CandidateOptions{MaxCandidates: -1})
-		pe, ok := err.(*Error)
-		if !ok || pe.Status != 400 || pe.Msg != tc.want {
+		pe, ok := err.(*errs.Error)
+		if !ok || pe.Kind != errs.BadRequest || pe.Msg != tc.want {
 			t.Errorf("%s: got %v, want 400 %q", tc.query, err, tc.want)
 		}
 	}
@@ -306,7 +307,7 @@ func TestAllocationCandidatesSeeOtherProcessWrites(t *testing.T) {
 			t.Fatalf("before: %d candidates", got)
 		}
 	}
-	c := cacheFor(d)
+	c := f.svc.snapshots
 	c.dv.Lock()
 	fast := c.dvValid
 	c.dv.Unlock()

@@ -69,7 +69,7 @@ func candidatesSchema(mv microversion.Version) *pyjsonschema.Schema {
 
 // ParseCandidatesQuery parses and validates the raw query string of
 // GET /allocation_candidates at microversion mv into an engine request.
-// Errors are *Error 400s with upstream's messages. Unknown resource
+// Errors are *errs.Error BadRequests with upstream's messages. Unknown resource
 // classes and traits are reported later by the engine, as upstream does.
 func ParseCandidatesQuery(raw string, mv microversion.Version) (*candidates.Request, error) {
 	q, qerr := ParseQuery(raw)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/microversion"
 	"github.com/leasehold/leasehold/pkg/placement/candidates"
 )
@@ -39,13 +40,13 @@ func TestParseCandidatesQueryErrors(t *testing.T) {
 		{31, "resources=VCPU:1&in_tree=x", "Expected 'in_tree' parameter to be a format of uuid. Got: x", ""},
 	} {
 		_, err := ParseCandidatesQuery(tc.query, mvv(tc.mv))
-		var pe *Error
+		var pe *errs.Error
 		if !errors.As(err, &pe) {
 			t.Errorf("1.%d %q: got %v, want a 400", tc.mv, tc.query, err)
 			continue
 		}
-		if pe.Status != 400 || !strings.Contains(pe.Msg, tc.want) {
-			t.Errorf("1.%d %q: got %d %q, want %q", tc.mv, tc.query, pe.Status, pe.Msg, tc.want)
+		if pe.Kind != errs.BadRequest || !strings.Contains(pe.Msg, tc.want) {
+			t.Errorf("1.%d %q: got %v %q, want %q", tc.mv, tc.query, pe.Kind, pe.Msg, tc.want)
 		}
 		if tc.code != "" && pe.Code != tc.code {
 			t.Errorf("1.%d %q: code %s, want %s", tc.mv, tc.query, pe.Code, tc.code)
@@ -97,8 +98,8 @@ func FuzzParseCandidatesQuery(f *testing.F) {
 		}
 		req, err := ParseCandidatesQuery(q, mvv(minor))
 		if err != nil {
-			var pe *Error
-			if !errors.As(err, &pe) || pe.Status != 400 {
+			var pe *errs.Error
+			if !errors.As(err, &pe) || pe.Kind != errs.BadRequest {
 				t.Fatalf("%q: %v", q, err)
 			}
 			return

@@ -10,7 +10,6 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/leasehold/leasehold/models"
-	"github.com/leasehold/leasehold/pkg/db"
 )
 
 // UnknownConsumerType is how a consumer written without a type (before
@@ -93,15 +92,23 @@ type consumerTypeCache struct {
 	ids map[string]int64
 }
 
-// consumerTypeCaches holds one consumerTypeCache per open database.
-var consumerTypeCaches sync.Map // *db.DB → *consumerTypeCache
-
-func typeCacheFor(d *db.DB) *consumerTypeCache {
-	if c, ok := consumerTypeCaches.Load(d); ok {
-		return c.(*consumerTypeCache)
+// consumerTypeIDs returns the ids of the consumer types ws name, by name.
+func (s *Service) consumerTypeIDs(ctx context.Context, ws []ConsumerWrite) (map[string]int64, error) {
+	typeIDs := map[string]int64{}
+	for _, w := range ws {
+		if w.Type == "" {
+			continue
+		}
+		if _, ok := typeIDs[w.Type]; ok {
+			continue
+		}
+		id, err := s.consumerTypeID(ctx, w.Type)
+		if err != nil {
+			return nil, err
+		}
+		typeIDs[w.Type] = id
 	}
-	c, _ := consumerTypeCaches.LoadOrStore(d, &consumerTypeCache{ids: map[string]int64{}})
-	return c.(*consumerTypeCache)
+	return typeIDs, nil
 }
 
 // consumerTypeID returns the id of the consumer type name, creating the
@@ -109,7 +116,7 @@ func typeCacheFor(d *db.DB) *consumerTypeCache {
 // concurrent writers of a new type all see it and an allocation write
 // that later fails leaves only a harmless unused name.
 func (s *Service) consumerTypeID(ctx context.Context, name string) (int64, error) {
-	cache := typeCacheFor(s.db)
+	cache := s.consumerTypes
 	cache.mu.RLock()
 	id, ok := cache.ids[name]
 	cache.mu.RUnlock()

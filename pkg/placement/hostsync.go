@@ -43,7 +43,7 @@ type HostProviders struct {
 // a host (unless a root provider of that name exists already, which is
 // then reused as is) with inventory VCPU/MEMORY_MB/DISK_GB for the
 // non-zero amounts, and the child provider blazar_<hostname>. A child
-// that exists already is a 409 *Error (Blazar's
+// that exists already is a Conflict *errs.Error (Blazar's
 // ResourceProviderCreationConflict).
 func CreateHostProvidersTx(tx *gorm.DB, h HostResources) (*HostProviders, error) {
 	childName := ReservationProviderPrefix + h.Hostname
@@ -131,7 +131,7 @@ func addHostInventory(tx *gorm.DB, p *Provider, h HostResources) error {
 // DeleteHostProvidersTx deletes, inside tx, the child provider of a host
 // and, when created is true, its compute node provider, with their
 // inventories, traits and aggregate links. Allocations against either
-// provider, or other children of the compute node, make it a 409 *Error
+// provider, or other children of the compute node, make it a Conflict *errs.Error
 // and nothing is deleted. Providers already gone are skipped.
 func DeleteHostProvidersTx(tx *gorm.DB, hp HostProviders) error {
 	var ids []int64

@@ -2,7 +2,6 @@ package placement
 
 import (
 	"errors"
-	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 func TestHostProviders(t *testing.T) {
@@ -47,9 +47,9 @@ func TestHostProviders(t *testing.T) {
 
 	conflict := func(err error) {
 		t.Helper()
-		var pe *Error
-		if !errors.As(err, &pe) || pe.Status != http.StatusConflict {
-			t.Fatalf("err = %v, want a 409", err)
+		var pe *errs.Error
+		if !errors.As(err, &pe) || pe.Kind != errs.Conflict {
+			t.Fatalf("err = %v, want a conflict", err)
 		}
 	}
 	// The child exists already: conflict, nothing written.

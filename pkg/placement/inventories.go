@@ -130,7 +130,7 @@ func (s *Service) ProviderInventories(ctx context.Context, uuid string) (*Provid
 
 // AddInventory adds inv to a provider that has no inventory of that
 // class, bumping the generation (POST …/inventories; the generation in
-// the body is not compared). An unknown class is a 404 Error (the handler
+// the body is not compared). An unknown class is a NotFound error (the handler
 // turns it into its 400); an existing one an *InventoryConflict.
 func (s *Service) AddInventory(ctx context.Context, p *Provider, inv Inventory) (*Provider, Inventory, error) {
 	var outP *Provider
@@ -212,7 +212,7 @@ func usedByClass(tx *gorm.DB, providerID int64, rcIDs []int64) (map[int64]int64,
 // UpdateInventory replaces the inventory of class inv.ResourceClass of a
 // provider after comparing generation (PUT …/inventories/{rc}). Errors:
 // 409 placement.concurrent_update on a generation mismatch (message
-// "resource provider generation conflict"); a 404 Error when the class
+// "resource provider generation conflict"); a NotFound error when the class
 // does not exist; an *InventoryConflict… The handler words them.
 // Shrinking below current usage is allowed (and logged), as upstream.
 func (s *Service) UpdateInventory(ctx context.Context, uuid string, generation int64, inv Inventory, check func(p *Provider) error) (*Provider, Inventory, error) {
@@ -295,7 +295,7 @@ func IsNoInventoryOfClass(err error) (string, bool) {
 // generation comparison and before anything is written (the handler's
 // capacity validation). Errors, in upstream's order: 409
 // concurrent_update "resource provider generation conflict"; check's
-// error; 404 Error for an unknown class (the handler words its 400);
+// error; a NotFound error for an unknown class (the handler words its 400);
 // *InventoryConflict with CodeInventoryInUse when a removed class has
 // allocations; *InventoryConflict with CodeConcurrentUpdate on a race.
 func (s *Service) SetInventories(ctx context.Context, uuid string, generation *int64, invs []Inventory, check func(p *Provider) error) (*Provider, []Inventory, error) {

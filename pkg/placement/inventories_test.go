@@ -3,7 +3,6 @@ package placement
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // Service-level tests of the inventory, trait, aggregate, resource-class
@@ -59,14 +59,14 @@ func ivInventories(t testing.TB, s *Service, uuid string) map[string]Inventory {
 
 // ivWantErr checks err is a *Error with status, code ("" = any) and a
 // message containing sub.
-func ivWantErr(t testing.TB, err error, status int, code, sub string) {
+func ivWantErr(t testing.TB, err error, kind errs.Kind, code, sub string) {
 	t.Helper()
-	var pe *Error
+	var pe *errs.Error
 	if !errors.As(err, &pe) {
-		t.Fatalf("error %v (%T), want a %d *Error", err, err, status)
+		t.Fatalf("error %v (%T), want a %v *errs.Error", err, err, kind)
 	}
-	if pe.Status != status || (code != "" && pe.Code != code) || !strings.Contains(pe.Msg, sub) {
-		t.Fatalf("error %d %s %q, want %d %s containing %q", pe.Status, pe.Code, pe.Msg, status, code, sub)
+	if pe.Kind != kind || (code != "" && pe.Code != code) || !strings.Contains(pe.Msg, sub) {
+		t.Fatalf("error %v %s %q, want %v %s containing %q", pe.Kind, pe.Code, pe.Msg, kind, code, sub)
 	}
 }
 
@@ -123,7 +123,7 @@ func TestInventoryGenerationRules(t *testing.T) {
 	ivWantConflict(t, err, CodeConcurrentUpdate, "Update conflict")
 	// An unknown class.
 	_, _, err = s.AddInventory(ctx, p1, inventoryOf("CUSTOM_NOPE", 5))
-	ivWantErr(t, err, http.StatusNotFound, "", "No such resource class CUSTOM_NOPE.")
+	ivWantErr(t, err, errs.NotFound, "", "No such resource class CUSTOM_NOPE.")
 	// A stale provider read: the bump fails and the insert is rolled back.
 	_, _, err = s.AddInventory(ctx, p, inventoryOf("VCPU", 5))
 	ivWantConflict(t, err, CodeConcurrentUpdate, "concurrently updated")
@@ -133,7 +133,7 @@ func TestInventoryGenerationRules(t *testing.T) {
 
 	// PUT one: generation compared.
 	_, _, err = s.UpdateInventory(ctx, p.UUID, 0, inventoryOf("DISK_GB", 50), nil)
-	ivWantErr(t, err, http.StatusConflict, CodeConcurrentUpdate, "resource provider generation conflict")
+	ivWantErr(t, err, errs.Conflict, CodeConcurrentUpdate, "resource provider generation conflict")
 	_, _, err = s.UpdateInventory(ctx, p.UUID, 1, inventoryOf("MEMORY_MB", 50), nil)
 	if msg, ok := IsNoInventoryOfClass(err); !ok || msg != "No inventory of class MEMORY_MB found." {
 		t.Fatalf("update of an absent class: %v", err)
@@ -145,7 +145,7 @@ func TestInventoryGenerationRules(t *testing.T) {
 
 	// PUT all: generation compared, add/update/delete, always bumped.
 	_, _, err = s.SetInventories(ctx, p.UUID, i64(1), nil, nil)
-	ivWantErr(t, err, http.StatusConflict, CodeConcurrentUpdate, "resource provider generation conflict")
+	ivWantErr(t, err, errs.Conflict, CodeConcurrentUpdate, "resource provider generation conflict")
 	_, _, err = s.SetInventories(ctx, p.UUID, i64(2), []Inventory{inventoryOf("VCPU", 8), inventoryOf("HOUSE", 1)}, nil)
 	if !IsNoSuchResourceClass(err) {
 		t.Fatalf("unknown class: %v", err)
@@ -166,9 +166,9 @@ func TestInventoryGenerationRules(t *testing.T) {
 
 	// DELETE one.
 	err = s.DeleteInventory(ctx, p.UUID, "DISK_GB")
-	ivWantErr(t, err, http.StatusNotFound, "", "No inventory of class DISK_GB found for delete")
+	ivWantErr(t, err, errs.NotFound, "", "No inventory of class DISK_GB found for delete")
 	err = s.DeleteInventory(ctx, p.UUID, "HOUSE")
-	ivWantErr(t, err, http.StatusNotFound, "", "No such resource class HOUSE.")
+	ivWantErr(t, err, errs.NotFound, "", "No such resource class HOUSE.")
 	if err := s.DeleteInventory(ctx, p.UUID, "VCPU"); err != nil || ivGen(t, s, p.UUID) != 4 {
 		t.Fatalf("delete: %v, generation %d", err, ivGen(t, s, p.UUID))
 	}
@@ -180,7 +180,7 @@ func TestInventoryGenerationRules(t *testing.T) {
 	}
 	// Unknown provider.
 	_, _, err = s.SetInventories(ctx, "no-such", nil, nil, nil)
-	ivWantErr(t, err, http.StatusNotFound, "", "No resource provider with uuid no-such found")
+	ivWantErr(t, err, errs.NotFound, "", "No resource provider with uuid no-such found")
 }
 
 func TestInventoryInUse(t *testing.T) {
@@ -244,9 +244,9 @@ func TestProviderTraitRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err := s.SetProviderTraits(ctx, p.UUID, 1, []string{"CUSTOM_GOLD"})
-	ivWantErr(t, err, http.StatusConflict, CodeConcurrentUpdate, "Resource provider's generation already changed.")
+	ivWantErr(t, err, errs.Conflict, CodeConcurrentUpdate, "Resource provider's generation already changed.")
 	_, _, err = s.SetProviderTraits(ctx, p.UUID, 0, []string{"CUSTOM_GOLD", "CUSTOM_NOPE", "CUSTOM_NADA"})
-	ivWantErr(t, err, http.StatusBadRequest, "", "No such trait CUSTOM_NOPE, CUSTOM_NADA")
+	ivWantErr(t, err, errs.BadRequest, "", "No such trait CUSTOM_NOPE, CUSTOM_NADA")
 	p1, ts, err := s.SetProviderTraits(ctx, p.UUID, 0, []string{"CUSTOM_GOLD", "HW_CPU_X86_AVX"})
 	if err != nil || p1.Generation != 1 || len(ts) != 2 {
 		t.Fatalf("set traits: %v %+v %v", err, p1, ts)
@@ -256,9 +256,9 @@ func TestProviderTraitRules(t *testing.T) {
 		t.Fatalf("same traits: %v %+v", err, p2)
 	}
 	// A trait in use cannot be deleted; a standard one never.
-	ivWantErr(t, s.DeleteTrait(ctx, "CUSTOM_GOLD"), http.StatusConflict, "", "The trait CUSTOM_GOLD is in use by a resource provider.")
-	ivWantErr(t, s.DeleteTrait(ctx, "HW_CPU_X86_AVX"), http.StatusBadRequest, "", "Cannot delete standard trait HW_CPU_X86_AVX.")
-	ivWantErr(t, s.DeleteTrait(ctx, "CUSTOM_NOPE"), http.StatusNotFound, "", "No such trait(s): CUSTOM_NOPE.")
+	ivWantErr(t, s.DeleteTrait(ctx, "CUSTOM_GOLD"), errs.Conflict, "", "The trait CUSTOM_GOLD is in use by a resource provider.")
+	ivWantErr(t, s.DeleteTrait(ctx, "HW_CPU_X86_AVX"), errs.BadRequest, "", "Cannot delete standard trait HW_CPU_X86_AVX.")
+	ivWantErr(t, s.DeleteTrait(ctx, "CUSTOM_NOPE"), errs.NotFound, "", "No such trait(s): CUSTOM_NOPE.")
 	// DELETE traits bumps once, then is a no-op.
 	if err := s.DeleteProviderTraits(ctx, p.UUID); err != nil || ivGen(t, s, p.UUID) != 2 {
 		t.Fatalf("delete traits: %v, generation %d", err, ivGen(t, s, p.UUID))
@@ -288,7 +288,7 @@ func TestProviderAggregateRules(t *testing.T) {
 	}
 	// From 1.19: compared and bumped, even when unchanged.
 	_, err := s.SetProviderAggregates(ctx, p.UUID, i64(3), []string{a1})
-	ivWantErr(t, err, http.StatusConflict, CodeConcurrentUpdate, "Resource provider's generation already changed.")
+	ivWantErr(t, err, errs.Conflict, CodeConcurrentUpdate, "Resource provider's generation already changed.")
 	for want := int64(1); want <= 2; want++ {
 		if p1, err := s.SetProviderAggregates(ctx, p.UUID, i64(want-1), []string{a2}); err != nil || p1.Generation != want {
 			t.Fatalf("set 1.19: %v %+v", err, p1)
@@ -312,7 +312,7 @@ func TestResourceClassRules(t *testing.T) {
 		t.Fatalf("create: %+v %v", rc, err)
 	}
 	_, err = s.CreateResourceClass(ctx, "CUSTOM_A")
-	ivWantErr(t, err, http.StatusConflict, "", "Conflicting resource class already exists: CUSTOM_A")
+	ivWantErr(t, err, errs.Conflict, "", "Conflicting resource class already exists: CUSTOM_A")
 	if rc, created, err := s.EnsureResourceClass(ctx, "CUSTOM_B"); err != nil || !created || rc.ID != models.CustomResourceClassMinID+1 {
 		t.Fatalf("ensure: %+v %v %v", rc, created, err)
 	}
@@ -320,9 +320,9 @@ func TestResourceClassRules(t *testing.T) {
 		t.Fatalf("ensure existing: %v %v", created, err)
 	}
 	_, err = s.RenameResourceClass(ctx, "VCPU", "CUSTOM_V")
-	ivWantErr(t, err, http.StatusBadRequest, "", "Cannot update standard resource class VCPU")
+	ivWantErr(t, err, errs.BadRequest, "", "Cannot update standard resource class VCPU")
 	_, err = s.RenameResourceClass(ctx, "CUSTOM_A", "CUSTOM_B")
-	ivWantErr(t, err, http.StatusConflict, "", "Resource class already exists: CUSTOM_B")
+	ivWantErr(t, err, errs.Conflict, "", "Resource class already exists: CUSTOM_B")
 	if rc, err := s.RenameResourceClass(ctx, "CUSTOM_A", "CUSTOM_C"); err != nil || rc.Name != "CUSTOM_C" {
 		t.Fatalf("rename: %+v %v", rc, err)
 	}
@@ -330,9 +330,9 @@ func TestResourceClassRules(t *testing.T) {
 	if _, _, err := s.AddInventory(ctx, p, inventoryOf("CUSTOM_C", 1)); err != nil {
 		t.Fatal(err)
 	}
-	ivWantErr(t, s.DeleteResourceClass(ctx, "CUSTOM_C"), http.StatusConflict, "", "Class is in use in inventory.")
-	ivWantErr(t, s.DeleteResourceClass(ctx, "VCPU"), http.StatusBadRequest, "", "Cannot delete standard resource class VCPU.")
-	ivWantErr(t, s.DeleteResourceClass(ctx, "CUSTOM_Z"), http.StatusNotFound, "", "No such resource class CUSTOM_Z.")
+	ivWantErr(t, s.DeleteResourceClass(ctx, "CUSTOM_C"), errs.Conflict, "", "Class is in use in inventory.")
+	ivWantErr(t, s.DeleteResourceClass(ctx, "VCPU"), errs.BadRequest, "", "Cannot delete standard resource class VCPU.")
+	ivWantErr(t, s.DeleteResourceClass(ctx, "CUSTOM_Z"), errs.NotFound, "", "No such resource class CUSTOM_Z.")
 	if err := s.DeleteResourceClass(ctx, "CUSTOM_B"); err != nil {
 		t.Fatal(err)
 	}
@@ -428,11 +428,11 @@ func TestListProvidersFilters(t *testing.T) {
 		})
 	}
 	_, err = s.ListProviders(ctx, ProviderFilter{Resources: res("HOUSE", 1)})
-	ivWantErr(t, err, http.StatusBadRequest, "", "No such resource class HOUSE.")
+	ivWantErr(t, err, errs.BadRequest, "", "No such resource class HOUSE.")
 	_, err = s.ListProviders(ctx, ProviderFilter{RequiredTraits: [][]string{{"CUSTOM_NOPE"}}})
-	ivWantErr(t, err, http.StatusBadRequest, "", "No such trait(s): CUSTOM_NOPE.")
+	ivWantErr(t, err, errs.BadRequest, "", "No such trait(s): CUSTOM_NOPE.")
 	_, err = s.ListProviders(ctx, ProviderFilter{ForbiddenTraits: []string{"CUSTOM_NOPE"}})
-	ivWantErr(t, err, http.StatusBadRequest, "", "No such trait(s): CUSTOM_NOPE.")
+	ivWantErr(t, err, errs.BadRequest, "", "No such trait(s): CUSTOM_NOPE.")
 }
 
 // TestConcurrentInventoryWrites races writers holding the same
@@ -446,28 +446,28 @@ func TestConcurrentInventoryWrites(t *testing.T) {
 	p := ivProvider(t, s, "cn1")
 	const writers = 8
 	for round := int64(0); round < 3; round++ {
-		errs := make(chan error, writers)
+		errc := make(chan error, writers)
 		start := make(chan struct{})
 		for w := 0; w < writers; w++ {
 			go func(w int) {
 				<-start
 				inv := inventoryOf("VCPU", int64(10+w))
 				_, _, err := s.SetInventories(ctx, p.UUID, i64(round), []Inventory{inv}, nil)
-				errs <- err
+				errc <- err
 			}(w)
 		}
 		close(start)
 		wins := 0
 		for w := 0; w < writers; w++ {
-			err := <-errs
+			err := <-errc
 			if err == nil {
 				wins++
 				continue
 			}
-			var pe *Error
+			var pe *errs.Error
 			var ic *InventoryConflict
 			switch {
-			case errors.As(err, &pe) && pe.Status == http.StatusConflict && pe.Code == CodeConcurrentUpdate:
+			case errors.As(err, &pe) && pe.Kind == errs.Conflict && pe.Code == CodeConcurrentUpdate:
 			case errors.As(err, &ic) && ic.Code == CodeConcurrentUpdate:
 			default:
 				t.Fatalf("round %d: unexpected error %v (%T)", round, err, err)
@@ -481,16 +481,16 @@ func TestConcurrentInventoryWrites(t *testing.T) {
 	// conflict on the generation, nothing half-written.
 	stale, _ := s.GetProvider(ctx, p.UUID)
 	classes := []string{"MEMORY_MB", "DISK_GB", "PCI_DEVICE", "SRIOV_NET_VF"}
-	errs := make(chan error, len(classes))
+	errc := make(chan error, len(classes))
 	for _, c := range classes {
 		go func(c string) {
 			_, _, err := s.AddInventory(ctx, stale, inventoryOf(c, 1))
-			errs <- err
+			errc <- err
 		}(c)
 	}
 	wins := 0
 	for range classes {
-		if err := <-errs; err == nil {
+		if err := <-errc; err == nil {
 			wins++
 		}
 	}

@@ -3,8 +3,6 @@ package placement
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,7 +32,7 @@ const providerSelect = `SELECT rp.id, rp.uuid, rp.name, rp.generation, rp.parent
  LEFT JOIN resource_providers p ON p.id = rp.parent_provider_id
  LEFT JOIN resource_providers r ON r.id = rp.root_provider_id`
 
-// GetProvider returns the provider with uuid or a 404 error.
+// GetProvider returns the provider with uuid or a NotFound error.
 func (s *Service) GetProvider(ctx context.Context, id string) (*Provider, error) {
 	return getProvider(s.conn(ctx), id)
 }
@@ -401,7 +399,7 @@ type ProviderFilter struct {
 // "No such trait(s): X."; no provider having them gives []), forbidden
 // traits (unknown → 400), member_of (no provider in them gives []),
 // forbidden aggregates, then resources (an unknown class is a 400 "No
-// such resource class X."). The errors are *Error with status 400 whose
+// such resource class X."). The errors are BadRequest *errs.Error whose
 // message is the bare exception text; the handler adds its prefix.
 func (s *Service) ListProviders(ctx context.Context, f ProviderFilter) ([]Provider, error) {
 	c := s.conn(ctx)
@@ -520,14 +518,4 @@ func anyProvider(c *gorm.DB, cond string, args []any) (bool, error) {
 		return false, wrap("list providers", err)
 	}
 	return len(ids) > 0, nil
-}
-
-// asBadRequest turns a lookup's 404 (unknown trait or class) into a 400
-// with the same message.
-func asBadRequest(err error) error {
-	var pe *Error
-	if errors.As(err, &pe) && pe.Status == http.StatusNotFound {
-		return BadRequest("%s", pe.Msg)
-	}
-	return err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/microversion"
 )
 
@@ -97,8 +98,8 @@ func loadGolden(t *testing.T) *goldenFile {
 // a 400 *Error.
 func errMessage(t *testing.T, err error) string {
 	t.Helper()
-	var pe *Error
-	if !errors.As(err, &pe) || pe.Status != 400 {
+	var pe *errs.Error
+	if !errors.As(err, &pe) || pe.Kind != errs.BadRequest {
 		t.Fatalf("error %v (%T) is not a 400 *Error", err, err)
 	}
 	return pe.Msg
@@ -319,7 +320,7 @@ func TestGoldenRequestGroups(t *testing.T) {
 			if !slices.Contains(c.GroupsAlts, msg) {
 				t.Errorf("%s ParseRequestGroups(%q, %v) error\n got %q\nwant one of %q", c.MV, c.QS, c.SameSubtrees, msg, c.GroupsAlts)
 			}
-			var pe *Error
+			var pe *errs.Error
 			errors.As(err, &pe)
 			wantCode := CodeUndefined
 			if c.GroupsCode != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/microversion"
 )
 
@@ -191,8 +192,8 @@ func TestParseQuery(t *testing.T) {
 // ---- fuzz targets: run with go test -fuzz=FuzzX ./pkg/placement ----
 
 func isBadRequest(err error) bool {
-	var pe *Error
-	return errors.As(err, &pe) && pe.Status == 400 && pe.Msg != ""
+	var pe *errs.Error
+	return errors.As(err, &pe) && pe.Kind == errs.BadRequest && pe.Msg != ""
 }
 
 func FuzzParseResources(f *testing.F) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/leasehold/leasehold/pkg/errs"
 	"gorm.io/gorm"
 )
 
@@ -31,21 +32,11 @@ type ReshapeInventory struct {
 // allocate inventory"); inventory still in use (409 inventory.inuse);
 // lost races (409 concurrent_update).
 func (s *Service) Reshape(ctx context.Context, invs []ReshapeInventory, writes []ConsumerWrite) error {
-	typeIDs := map[string]int64{}
-	for _, w := range writes {
-		if w.Type == "" {
-			continue
-		}
-		if _, ok := typeIDs[w.Type]; ok {
-			continue
-		}
-		id, err := s.consumerTypeID(ctx, w.Type)
-		if err != nil {
-			return err
-		}
-		typeIDs[w.Type] = id
+	typeIDs, err := s.consumerTypeIDs(ctx, writes)
+	if err != nil {
+		return err
 	}
-	err := s.writeTx(ctx, func(tx *gorm.DB) error {
+	err = s.writeTx(ctx, func(tx *gorm.DB) error {
 		providers := make([]*Provider, len(invs))
 		for i, ri := range invs {
 			p, err := getProvider(tx, ri.ProviderUUID)
@@ -138,17 +129,8 @@ func checkReshapeConsumers(tx *gorm.DB, writes []ConsumerWrite) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range writes {
-		if !w.CheckGeneration {
-			continue
-		}
-		c := existing[w.UUID]
-		switch {
-		case c == nil && w.Generation != nil:
-			return Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected null but got %d", *w.Generation)
-		case c != nil && (w.Generation == nil || *w.Generation != c.generation):
-			return Conflict(CodeConcurrentUpdate, "consumer generation conflict - expected %d but got %s", c.generation, pyOptInt(w.Generation))
-		}
+	if err := checkConsumerGenerations(writes, existing); err != nil {
+		return err
 	}
 	// Providers of the new allocations must exist (create_allocation_list).
 	for _, w := range writes {
@@ -170,7 +152,7 @@ func checkReshapeConsumers(tx *gorm.DB, writes []ConsumerWrite) error {
 // reshaper handler does.
 func reshapeInventoryError(err error) error {
 	var ic *InventoryConflict
-	var pe *Error
+	pe := errs.As(err)
 	switch {
 	case errors.As(err, &ic):
 		code := ic.Code
@@ -180,7 +162,7 @@ func reshapeInventoryError(err error) error {
 		return Conflict(code, "update conflict: %s", ic.Msg)
 	case IsNoSuchResourceClass(err):
 		return BadRequest("malformed reshaper data: %s", err.Error())
-	case errors.As(err, &pe) && pe.Status == 409:
+	case pe != nil && (pe.Kind == errs.Conflict || pe.Kind == errs.NotEnoughResources):
 		return Conflict(CodeConcurrentUpdate, "update conflict: %s", pe.Msg)
 	}
 	return err

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 type reshapeWorld struct {
@@ -117,7 +118,7 @@ func TestReshapeAllOrNothing(t *testing.T) {
 		name   string
 		invs   func(w *reshapeWorld) []ReshapeInventory
 		writes func(w *reshapeWorld) []ConsumerWrite
-		status int
+		kind   errs.Kind
 		code   string
 	}{
 		{"allocation does not fit", func(w *reshapeWorld) []ReshapeInventory {
@@ -125,34 +126,34 @@ func TestReshapeAllOrNothing(t *testing.T) {
 		}, func(w *reshapeWorld) []ConsumerWrite {
 			return []ConsumerWrite{{UUID: w.consumer, ProjectID: "p", UserID: "u", CheckGeneration: true, Generation: &gen,
 				Allocations: map[string]map[string]int64{w.child.UUID: {"VCPU": 2}}}}
-		}, 409, CodeUndefined},
+		}, errs.NotEnoughResources, CodeUndefined},
 		{"removed class still in use", func(w *reshapeWorld) []ReshapeInventory {
 			return []ReshapeInventory{{ProviderUUID: w.parent.UUID, Generation: w.parent.Generation, Inventories: []Inventory{reshapeInv("DISK_GB", 100)}}}
-		}, func(w *reshapeWorld) []ConsumerWrite { return nil }, 409, CodeInventoryInUse},
+		}, func(w *reshapeWorld) []ConsumerWrite { return nil }, errs.Conflict, CodeInventoryInUse},
 		{"provider generation", func(w *reshapeWorld) []ReshapeInventory {
 			return []ReshapeInventory{{ProviderUUID: w.child.UUID, Generation: w.child.Generation + 7, Inventories: []Inventory{reshapeInv("VCPU", 8)}}}
-		}, func(w *reshapeWorld) []ConsumerWrite { return nil }, 409, CodeConcurrentUpdate},
+		}, func(w *reshapeWorld) []ConsumerWrite { return nil }, errs.Conflict, CodeConcurrentUpdate},
 		{"unknown provider", func(w *reshapeWorld) []ReshapeInventory {
 			return []ReshapeInventory{{ProviderUUID: "99999999-2222-4333-8444-555555555555", Inventories: []Inventory{reshapeInv("VCPU", 8)}}}
-		}, func(w *reshapeWorld) []ConsumerWrite { return nil }, 400, CodeProviderNotFound},
+		}, func(w *reshapeWorld) []ConsumerWrite { return nil }, errs.BadRequest, CodeProviderNotFound},
 		{"unknown class", func(w *reshapeWorld) []ReshapeInventory {
 			return []ReshapeInventory{{ProviderUUID: w.child.UUID, Generation: w.child.Generation, Inventories: []Inventory{reshapeInv("CUSTOM_NOPE", 8)}}}
-		}, func(w *reshapeWorld) []ConsumerWrite { return nil }, 400, CodeUndefined},
+		}, func(w *reshapeWorld) []ConsumerWrite { return nil }, errs.BadRequest, CodeUndefined},
 		{"consumer generation", func(w *reshapeWorld) []ReshapeInventory {
 			return []ReshapeInventory{{ProviderUUID: w.child.UUID, Generation: w.child.Generation, Inventories: []Inventory{reshapeInv("VCPU", 8)}}}
 		}, func(w *reshapeWorld) []ConsumerWrite {
 			stale := int64(0)
 			return []ConsumerWrite{{UUID: w.consumer, ProjectID: "p", UserID: "u", CheckGeneration: true, Generation: &stale,
 				Allocations: map[string]map[string]int64{w.child.UUID: {"VCPU": 2}}}}
-		}, 409, CodeConcurrentUpdate},
+		}, errs.Conflict, CodeConcurrentUpdate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newReshapeWorld(t)
 			before := w.state(t)
 			err := w.svc.Reshape(context.Background(), tc.invs(w), tc.writes(w))
-			var pe *Error
-			if !errors.As(err, &pe) || pe.Status != tc.status || pe.Code != tc.code {
-				t.Fatalf("got %v, want %d %s", err, tc.status, tc.code)
+			var pe *errs.Error
+			if !errors.As(err, &pe) || pe.Kind != tc.kind || pe.Code != tc.code {
+				t.Fatalf("got %v, want %v %s", err, tc.kind, tc.code)
 			}
 			if diff := cmp.Diff(before, w.state(t)); diff != "" {
 				t.Errorf("state changed by a failed reshape (-before +after):\n%s", diff)

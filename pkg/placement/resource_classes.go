@@ -2,7 +2,6 @@ package placement
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // ResourceClass is a standard or custom resource class.
@@ -32,18 +32,24 @@ func (s *Service) ListResourceClasses(ctx context.Context) ([]ResourceClass, err
 	return out, wrap("list resource classes", err)
 }
 
-// GetResourceClass returns the class called name, or a 404.
+// GetResourceClass returns the class called name, or a NotFound error.
 func (s *Service) GetResourceClass(ctx context.Context, name string) (*ResourceClass, error) {
 	return getResourceClass(s.conn(ctx), name)
 }
 
 func getResourceClass(tx *gorm.DB, name string) (*ResourceClass, error) {
-	var out []ResourceClass
-	if err := tx.Raw("SELECT id, name, created_at, updated_at FROM resource_classes WHERE name = ?", name).Scan(&out).Error; err != nil {
-		return nil, wrap("get resource class", err)
+	return getNamed[ResourceClass](tx, "resource_classes", name, func(n string) error { return errNoSuchResourceClass(n) })
+}
+
+// getNamed reads the row called name from table (resource_classes or
+// traits); unknown is the error for a name that is not there.
+func getNamed[T ResourceClass | Trait](tx *gorm.DB, table, name string, unknown func(string) error) (*T, error) {
+	var out []T
+	if err := tx.Raw("SELECT id, name, created_at, updated_at FROM "+table+" WHERE name = ?", name).Scan(&out).Error; err != nil {
+		return nil, wrap("get from "+table, err)
 	}
 	if len(out) == 0 {
-		return nil, errNoSuchResourceClass(name)
+		return nil, unknown(name)
 	}
 	return &out[0], nil
 }
@@ -51,7 +57,7 @@ func getResourceClass(tx *gorm.DB, name string) (*ResourceClass, error) {
 // errNoSuchResourceClass is exception.ResourceClassNotFound (a 404 when
 // it escapes to the API as is; handlers wrap it into 400s where upstream
 // does).
-func errNoSuchResourceClass(name string) *Error {
+func errNoSuchResourceClass(name string) *errs.Error {
 	return NotFound("No such resource class %s.", name)
 }
 
@@ -103,7 +109,7 @@ func resourceClassNames(tx *gorm.DB) (map[int64]string, error) {
 }
 
 // CreateResourceClass creates the custom class name (already validated as
-// CUSTOM_…). An existing class is a 409.
+// CUSTOM_…). An existing class is a Conflict.
 func (s *Service) CreateResourceClass(ctx context.Context, name string) (*ResourceClass, error) {
 	var out *ResourceClass
 	err := s.wtx(ctx, func(tx *gorm.DB) error {
@@ -240,17 +246,4 @@ func (s *Service) DeleteResourceClass(ctx context.Context, name string) error {
 		}
 		return nil
 	})
-}
-
-// IsNotFoundErr reports whether err is a domain 404.
-func IsNotFoundErr(err error) bool {
-	var pe *Error
-	return errors.As(err, &pe) && pe.Status == 404
-}
-
-// IsNoSuchResourceClass reports exception.ResourceClassNotFound (a class
-// name that does not exist).
-func IsNoSuchResourceClass(err error) bool {
-	var pe *Error
-	return errors.As(err, &pe) && strings.HasPrefix(pe.Msg, "No such resource class ")
 }

@@ -16,7 +16,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -31,15 +30,27 @@ type Config struct {
 	IncompleteConsumerUserID    string
 }
 
-// Service implements the Placement domain on a database.
+// Service implements the Placement domain on a database. It owns the
+// caches kept for that database: build one Service per database and share
+// it (a second Service on the same database is correct, with caches of
+// its own).
 type Service struct {
 	db  *db.DB
 	cfg Config
+	// snapshots is the allocation-candidates snapshot, rebuilt when the
+	// database's marker changes.
+	snapshots *snapshotCache
+	// consumerTypes maps consumer type names to ids.
+	consumerTypes *consumerTypeCache
 }
 
 // NewService returns a Service on d.
 func NewService(d *db.DB, cfg Config) *Service {
-	return &Service{db: d, cfg: cfg}
+	return &Service{
+		db: d, cfg: cfg,
+		snapshots:     &snapshotCache{},
+		consumerTypes: &consumerTypeCache{ids: map[string]int64{}},
+	}
 }
 
 // DB exposes the database for services layered on Placement (the Blazar
@@ -89,9 +100,6 @@ func lockConflict(err error) bool {
 // conn returns a non-transactional session for reads.
 func (s *Service) conn(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
 
-// errConcurrent is the generation-conflict error for a provider.
-func errConcurrent(msg string) *Error { return Conflict(CodeConcurrentUpdate, "%s", msg) }
-
 // bumpGeneration increments a provider's generation if it still is gen.
 func bumpGeneration(tx *gorm.DB, providerID, gen int64, now time.Time) error {
 	res, err := db.SQLOf(tx).ExecContext(tx.Statement.Context,
@@ -111,14 +119,3 @@ func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 // isNotFound reports a missing row.
 func isNotFound(err error) bool { return errors.Is(err, gorm.ErrRecordNotFound) }
-
-func wrap(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *Error
-	if errors.As(err, &pe) {
-		return err
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}

@@ -2,7 +2,6 @@ package placement
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // Trait is a standard or custom trait.
@@ -32,7 +32,7 @@ type TraitFilter struct {
 }
 
 // errNoSuchTrait is exception.TraitNotFound.
-func errNoSuchTrait(names ...string) *Error {
+func errNoSuchTrait(names ...string) *errs.Error {
 	return NotFound("No such trait(s): %s.", strings.Join(names, ", "))
 }
 
@@ -72,20 +72,13 @@ func (s *Service) ListTraits(ctx context.Context, f TraitFilter) ([]Trait, error
 	return out, wrap("list traits", err)
 }
 
-// GetTrait returns the trait name or a 404.
+// GetTrait returns the trait name or a NotFound error.
 func (s *Service) GetTrait(ctx context.Context, name string) (*Trait, error) {
 	return getTrait(s.conn(ctx), name)
 }
 
 func getTrait(tx *gorm.DB, name string) (*Trait, error) {
-	var out []Trait
-	if err := tx.Raw("SELECT id, name, created_at, updated_at FROM traits WHERE name = ?", name).Scan(&out).Error; err != nil {
-		return nil, wrap("get trait", err)
-	}
-	if len(out) == 0 {
-		return nil, errNoSuchTrait(name)
-	}
-	return &out[0], nil
+	return getNamed[Trait](tx, "traits", name, func(n string) error { return errNoSuchTrait(n) })
 }
 
 // EnsureTrait creates the custom trait name unless it exists, reporting
@@ -284,10 +277,4 @@ func (s *Service) DeleteProviderTraits(ctx context.Context, uuid string) error {
 		}
 		return setProviderTraits(tx, p, nil)
 	})
-}
-
-// IsNoSuchTrait reports exception.TraitNotFound.
-func IsNoSuchTrait(err error) bool {
-	var pe *Error
-	return errors.As(err, &pe) && strings.HasPrefix(pe.Msg, "No such trait(s): ")
 }

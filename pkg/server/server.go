@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/httpx"
+	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/plugins"
 	"github.com/leasehold/leasehold/plugins/floatingip"
@@ -50,6 +52,7 @@ type Server struct {
 	Hosts  *hosts.Service
 	Leases *leases.Service
 	Events *events.Manager
+	Outbox *outbox.Worker
 }
 
 // New opens the database (migrating unless disabled) and builds every
@@ -92,7 +95,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// Blazar: hosts, the reservation types, leases and their events.
 	s.Hosts = hosts.New(d, drv)
 	reg, err := plugins.NewRegistry(
-		hostplugin.New(s.Hosts, d.DB, hostplugin.DriverActions(drv), hostplugin.Config{
+		hostplugin.New(s.Hosts, d.DB, hostplugin.Config{
 			Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
 			DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
 			CheckHosts:       hosts.ReservableTx,
@@ -105,9 +108,17 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	s.Leases = leases.New(d, reg, leases.Config{
 		MinutesBeforeEndLease: bc.Manager.MinutesBeforeEndLease,
 		Filters:               leases.NewFilters(bc.Enforcement, &http.Client{Timeout: 30 * time.Second}),
-	}, nil, func() { s.Events.Notify() })
+	}, nil, func() { s.Events.Notify(); s.Outbox.Notify() })
 	s.Events = events.New(d, s.Leases, evCfg, nil)
-	s.background = append(s.background, s.Events.Run)
+
+	// External calls, after the commits that decided them.
+	handlers := hostplugin.OutboxHandlers(drv)
+	maps.Copy(handlers, hosts.OutboxHandlers(drv))
+	s.Outbox = outbox.NewWorker(d, handlers, outbox.Config{
+		OnFailure: s.Leases.OutboxFailure,
+		OnSuccess: s.Leases.OutboxSuccess,
+	}, nil)
+	s.background = append(s.background, s.Events.Run, s.Outbox.Run)
 
 	// HTTP.
 	rt := blazarapi.NewRouter()

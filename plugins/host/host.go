@@ -72,16 +72,6 @@ type Source interface {
 	Properties(ctx context.Context, includePrivate bool) ([]hosts.Property, error)
 }
 
-// Actions are the compute side effects of a host reservation (Nova
-// aggregates and the freepool, or the standalone driver), on hosts named
-// by their service_name. nil means the reservation only books hosts in
-// the database.
-type Actions interface {
-	Start(ctx context.Context, reservationID, projectID string, hostnames []string) error
-	End(ctx context.Context, reservationID string, hostnames []string) error
-	Snapshot(ctx context.Context, reservationID string, hostnames []string) error
-}
-
 // Config tunes the plugin.
 type Config struct {
 	// Cleaning is kept free before and after every reservation.
@@ -106,11 +96,10 @@ type Config struct {
 
 // Plugin implements plugins.Plugin for physical:host.
 type Plugin struct {
-	src     Source
-	db      *gorm.DB
-	actions Actions
-	cfg     Config
-	now     func() time.Time
+	src Source
+	db  *gorm.DB
+	cfg Config
+	now func() time.Time
 
 	idx       index
 	loadMu    sync.Mutex
@@ -122,14 +111,14 @@ type Plugin struct {
 
 // New returns the plugin. g is the database handle used for view reloads
 // (outside the request transaction).
-func New(src Source, g *gorm.DB, actions Actions, cfg Config, now func() time.Time) *Plugin {
+func New(src Source, g *gorm.DB, cfg Config, now func() time.Time) *Plugin {
 	if cfg.AllocTTL <= 0 {
 		cfg.AllocTTL = 30 * time.Second
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Plugin{src: src, db: g, actions: actions, cfg: cfg, now: now}
+	return &Plugin{src: src, db: g, cfg: cfg, now: now}
 }
 
 // ResourceType implements plugins.Plugin.

@@ -109,8 +109,8 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 	if err := p.insertAllocs(ctx, tx, res.ID, final, win); err != nil {
 		return err
 	}
-	if active && len(added) > 0 && p.actions != nil {
-		if err := p.actions.Start(ctx, res.ID, lease.ProjectID, p.hostnames(added)); err != nil {
+	if active {
+		if err := p.enqueue(tx, KindReserveHost, lease, res.ID, added); err != nil {
 			return err
 		}
 	}
@@ -125,10 +125,7 @@ func (p *Plugin) OnStart(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 	if err != nil {
 		return err
 	}
-	if p.actions != nil {
-		return p.actions.Start(ctx, res.ID, lease.ProjectID, p.hostnames(held))
-	}
-	return nil
+	return p.enqueue(tx, KindReserveHost, lease, res.ID, held)
 }
 
 // OnEnd implements plugins.Plugin: the hosts go back, the allocations
@@ -138,8 +135,8 @@ func (p *Plugin) OnEnd(ctx context.Context, tx *plugins.Tx, lease plugins.Lease,
 	if err != nil {
 		return err
 	}
-	if p.actions != nil && res.Status == "active" {
-		if err := p.actions.End(ctx, res.ID, p.hostnames(held)); err != nil {
+	if res.Status == "active" {
+		if err := p.enqueue(tx, KindReleaseHost, lease, res.ID, held); err != nil {
 			return err
 		}
 	}
@@ -160,8 +157,8 @@ func (p *Plugin) BeforeEnd(ctx context.Context, tx *plugins.Tx, lease plugins.Le
 	if action == "default" {
 		action = p.cfg.DefaultBeforeEnd
 	}
-	if action == "snapshot" && p.actions != nil {
-		return p.actions.Snapshot(ctx, res.ID, p.hostnames(held))
+	if action == "snapshot" {
+		return p.enqueue(tx, KindSnapshotHost, lease, res.ID, held)
 	}
 	return nil
 }

@@ -92,3 +92,73 @@ func (s *Snapshot) ClassName(c int32) string { return s.classes[c] }
 // ClassCount is the number of resource classes (indexes 0 to
 // ClassCount()-1).
 func (s *Snapshot) ClassCount() int { return len(s.classes) }
+
+// summaries describes every provider of the trees the candidates use
+// (below 1.29 in a nested deployment: only the providers they use).
+func (s *Snapshot) summaries(res *Result, nestedAware bool) []Summary {
+	var provs []int32
+	if nestedAware || !s.hasTrees {
+		roots := make([]bool, len(s.provs))
+		for a := range res.usedAllocs() {
+			roots[s.provs[a.Provider].root] = true
+		}
+		for _, r := range s.roots {
+			if roots[r] {
+				provs = append(provs, s.treeOf[r]...)
+			}
+		}
+	} else {
+		used := map[int32]bool{}
+		for a := range res.usedAllocs() {
+			if !used[a.Provider] {
+				used[a.Provider] = true
+				provs = append(provs, a.Provider)
+			}
+		}
+		sort.Slice(provs, func(i, j int) bool { return s.provs[provs[i]].id < s.provs[provs[j]].id })
+	}
+	// A summary depends on the provider only: build each once per
+	// snapshot, share the slices (callers only read them).
+	all := s.Memo("candidates/summary-per-provider", func() any {
+		idx := make([]int32, len(s.provs))
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		return s.summarize(idx)
+	}).([]Summary)
+	sums := make([]Summary, len(provs))
+	for i, pi := range provs {
+		sums[i] = all[pi]
+	}
+	return sums
+}
+
+func (s *Snapshot) summarize(provs []int32) []Summary {
+	sums := make([]Summary, len(provs))
+	nRes, nTraits := 0, 0
+	for _, pi := range provs {
+		nRes += len(s.provs[pi].inv)
+		nTraits += len(s.provs[pi].traits)
+	}
+	resBuf := make([]SummaryResource, nRes)
+	traitBuf := make([]string, nTraits)
+	for i, pi := range provs {
+		p := &s.provs[pi]
+		sm := Summary{UUID: p.uuid, RootUUID: s.provs[p.root].uuid, Index: pi,
+			Resources: resBuf[:len(p.inv):len(p.inv)], Traits: traitBuf[:len(p.traits):len(p.traits)]}
+		resBuf, traitBuf = resBuf[len(p.inv):], traitBuf[len(p.traits):]
+		if p.parent >= 0 {
+			sm.ParentUUID = s.provs[p.parent].uuid
+		}
+		for j, iv := range p.inv {
+			sm.Resources[j] = SummaryResource{Class: s.classes[iv.class], Capacity: iv.capacity, Used: iv.used}
+		}
+		// Traits in trait id order (the order the database lists them
+		// in, which upstream passes through).
+		for j, t := range p.traits {
+			sm.Traits[j] = s.traits[t]
+		}
+		sums[i] = sm
+	}
+	return sums
+}

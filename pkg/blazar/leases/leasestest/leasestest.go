@@ -5,6 +5,7 @@ package leasestest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/plugins"
 	"github.com/leasehold/leasehold/plugins/floatingip"
 	hostplugin "github.com/leasehold/leasehold/plugins/host"
@@ -67,36 +69,50 @@ func (h *Hosts) Properties(_ context.Context, includePrivate bool) ([]hosts.Prop
 	return out, nil
 }
 
-// Actions records the compute actions of the host plugin.
+// Actions records the host plugin's compute actions as the outbox runs
+// them, one line per host: "start <project> [<host>]", "end [<host>]",
+// "snapshot [<host>]".
 type Actions struct {
 	mu    sync.Mutex
 	Calls []string
+	w     *outbox.Worker
 }
 
-func (a *Actions) record(s string) error {
+func (a *Actions) record(s string) {
 	a.mu.Lock()
 	a.Calls = append(a.Calls, s)
 	a.mu.Unlock()
-	return nil
 }
 
-// Start implements hostplugin.Actions.
-func (a *Actions) Start(_ context.Context, res, project string, hosts []string) error {
-	return a.record(fmt.Sprintf("start %s %v", project, hosts))
+func (a *Actions) handlers() map[string]outbox.Handler {
+	h := func(line func(project, host string) string) outbox.Handler {
+		return func(_ context.Context, payload json.RawMessage) error {
+			var p struct {
+				ProjectID string `json:"project_id"`
+				Host      string `json:"host"`
+			}
+			if err := json.Unmarshal(payload, &p); err != nil {
+				return err
+			}
+			a.record(line(p.ProjectID, p.Host))
+			return nil
+		}
+	}
+	return map[string]outbox.Handler{
+		hostplugin.KindReserveHost:  h(func(p, host string) string { return fmt.Sprintf("start %s [%s]", p, host) }),
+		hostplugin.KindReleaseHost:  h(func(_, host string) string { return fmt.Sprintf("end [%s]", host) }),
+		hostplugin.KindSnapshotHost: h(func(_, host string) string { return fmt.Sprintf("snapshot [%s]", host) }),
+	}
 }
 
-// End implements hostplugin.Actions.
-func (a *Actions) End(_ context.Context, res string, hosts []string) error {
-	return a.record(fmt.Sprintf("end %v", hosts))
-}
-
-// Snapshot implements hostplugin.Actions.
-func (a *Actions) Snapshot(_ context.Context, res string, hosts []string) error {
-	return a.record(fmt.Sprintf("snapshot %v", hosts))
-}
-
-// Log returns the calls so far.
+// Log runs the outbox rows that are due (as the server's worker does after
+// each commit) and returns the actions recorded so far.
 func (a *Actions) Log() []string {
+	if a.w != nil {
+		if _, err := a.w.RunDue(context.Background()); err != nil {
+			a.record("outbox: " + err.Error())
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]string(nil), a.Calls...)
@@ -161,8 +177,10 @@ type Options struct {
 	MinutesBeforeEndLease int
 	Filters               []leases.Filter
 	FIPs                  *FIPs
-	Actions               hostplugin.Actions
-	DefaultBeforeEnd      string
+	// Actions, when set, records the compute actions (run from the
+	// outbox by Actions.Log).
+	Actions          *Actions
+	DefaultBeforeEnd string
 	// EventsChanged is the lease service's wake-up of the event manager.
 	EventsChanged func()
 }
@@ -170,7 +188,7 @@ type Options struct {
 // New returns a lease service with the host plugin (and the floating-IP
 // plugin when o.FIPs is set) on d.
 func New(d *db.DB, src hostplugin.Source, clock *Clock, o Options) (*leases.Service, *hostplugin.Plugin) {
-	hp := hostplugin.New(src, d.DB, o.Actions, hostplugin.Config{Cleaning: o.Cleaning, DefaultBeforeEnd: o.DefaultBeforeEnd}, clock.Now)
+	hp := hostplugin.New(src, d.DB, hostplugin.Config{Cleaning: o.Cleaning, DefaultBeforeEnd: o.DefaultBeforeEnd}, clock.Now)
 	ps := []plugins.Plugin{hp}
 	if o.FIPs != nil {
 		ps = append(ps, floatingip.New(o.FIPs))
@@ -180,6 +198,9 @@ func New(d *db.DB, src hostplugin.Source, clock *Clock, o Options) (*leases.Serv
 		panic(err) // one plugin per type above
 	}
 	svc := leases.New(d, reg, leases.Config{MinutesBeforeEndLease: o.MinutesBeforeEndLease, Filters: o.Filters}, clock.Now, o.EventsChanged)
+	if o.Actions != nil {
+		o.Actions.w = outbox.NewWorker(d, o.Actions.handlers(), outbox.Config{OnFailure: svc.OutboxFailure, OnSuccess: svc.OutboxSuccess}, clock.Now)
+	}
 	return svc, hp
 }
 
