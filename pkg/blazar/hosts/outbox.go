@@ -25,8 +25,11 @@ type PoolPayload struct {
 	Hosts []string
 }
 
-// enqueuePool records, in tx, the pool action kind for the host (API id,
-// name). Actions of one host run in the order they were recorded.
+// enqueuePool records, in tx, the pool action kind for the host: its API
+// id and the name the compute service knows it by (service_name, as the
+// host plugin's aggregate moves). The key "host:<id>" is the key of every
+// compute action on the host (the host plugin's too), so they run in the
+// order they were recorded.
 func enqueuePool(tx *gorm.DB, kind, hostID, hostname string) error {
 	return outbox.Enqueue(tx, outbox.Action{Kind: kind, Key: "host:" + hostID, Payload: PoolPayload{Hosts: []string{hostname}}})
 }

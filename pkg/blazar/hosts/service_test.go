@@ -884,6 +884,14 @@ func TestOutboxActionsOnlyWithTheWrite(t *testing.T) {
 		if left := pendingActions(t, d); len(left) != 0 {
 			t.Errorf("outbox rows after refused writes: %v", left)
 		}
+		// The pool actions name the host as the compute service knows it.
+		if _, err := s.Create(ctx, body("name", "c2", "service_name", "nova-c2")); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"compute.add_to_freepool host:2 nova-c2"}, pendingActions(t, d)); diff != "" {
+			t.Errorf("outbox (-want +got):\n%s", diff)
+		}
+		runOutbox(t, d, drv)
 		handlers := OutboxHandlers(drv)
 		payload, _ := json.Marshal(PoolPayload{Hosts: []string{"c1"}})
 		for range 2 {
@@ -891,7 +899,7 @@ func TestOutboxActionsOnlyWithTheWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		want := map[string][]string{"c1": {"add_to_freepool", "remove_from_freepool", "remove_from_freepool"}}
+		want := map[string][]string{"c1": {"add_to_freepool", "remove_from_freepool", "remove_from_freepool"}, "nova-c2": {"add_to_freepool"}}
 		if diff := cmp.Diff(want, driverOps(drv)); diff != "" {
 			t.Errorf("driver calls (-want +got):\n%s", diff)
 		}

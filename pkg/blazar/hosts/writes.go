@@ -114,7 +114,7 @@ func (s *Service) insertHost(ctx context.Context, tx *gorm.DB, req *newHost) (*H
 		return nil, err
 	}
 	id := strconv.FormatInt(row.ID, 10)
-	if err := enqueuePool(tx, KindAddToFreePool, id, name); err != nil {
+	if err := enqueuePool(tx, KindAddToFreePool, id, d.ServiceName); err != nil {
 		return nil, err
 	}
 	return getHost(tx, id)
@@ -248,5 +248,5 @@ func (s *Service) deleteHostTx(ctx context.Context, tx *gorm.DB, id, name string
 	if err := tx.Exec("DELETE FROM computehosts WHERE id = ?", n).Error; err != nil {
 		return err
 	}
-	return enqueuePool(tx, KindRemoveFromFreePool, id, name)
+	return enqueuePool(tx, KindRemoveFromFreePool, id, row.ServiceName)
 }
