@@ -2,6 +2,7 @@
 //
 //	leasehold serve [flags]        run the API server
 //	leasehold db sync [flags]      create or upgrade the database schema
+//	leasehold outbox …             list, retry or discard external actions
 //	leasehold iallocator FILE|-    answer a Ganeti IAllocator request
 //	leasehold version
 package main
@@ -27,6 +28,7 @@ import (
 const usage = `usage:
   leasehold serve [--config FILE] [--listen ADDR] [--placement-listen ADDR] [--database URL] [--auth noauth]
   leasehold db sync [--config FILE] [--database URL]
+  leasehold outbox list|retry|discard [flags]
   leasehold iallocator FILE|-
   leasehold version
 `
@@ -52,6 +54,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return errors.New(`"db" needs the subcommand "sync"`)
 		}
 		return dbSync(args[2:], stderr)
+	case "outbox":
+		return outboxCmd(args[1:], stdout, stderr)
 	case "iallocator":
 		if code := iallocatorCmd(args[1:], stdin, stdout, stderr); code != 0 {
 			os.Exit(code)
