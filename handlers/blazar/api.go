@@ -162,8 +162,6 @@ func RenderError(w http.ResponseWriter, r *http.Request, err error) {
 	status, ok := 0, false
 	if e != nil {
 		status, ok = statusOf[e.Kind]
-	} else if se, isSE := err.(interface{ HTTPStatus() int }); isSE {
-		e, status, ok = &errs.Error{Msg: err.Error()}, se.HTTPStatus(), true
 	}
 	if !ok {
 		slog.ErrorContext(r.Context(), "internal error", "err", err)

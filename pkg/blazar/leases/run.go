@@ -37,6 +37,7 @@ func (s *Service) RunEvent(ctx context.Context, ev models.Event, claimant string
 		return err
 	})
 	if err == nil {
+		s.eventsChanged() // the event's actions are in the outbox now
 		if onEnd != nil {
 			s.runOnEnd(ctx, *onEnd)
 		}

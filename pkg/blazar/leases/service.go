@@ -70,7 +70,8 @@ type Service struct {
 
 // New returns the service. now is the clock (time.Now in production);
 // eventsChanged (may be nil) is called after every commit that created or
-// moved events (the event manager's wake-up).
+// moved events or recorded outbox actions (the wake-up of the event
+// manager and the outbox worker).
 func New(d *db.DB, reg *plugins.Registry, cfg Config, now func() time.Time, eventsChanged func()) *Service {
 	if now == nil {
 		now = time.Now
