@@ -137,21 +137,6 @@ func authMiddleware(authn Authenticator, next http.Handler) http.Handler {
 	})
 }
 
-// statusOf is the HTTP status Blazar gives each kind of error.
-var statusOf = map[errs.Kind]int{
-	errs.BadRequest:           http.StatusBadRequest,
-	errs.Unauthorized:         http.StatusUnauthorized,
-	errs.Forbidden:            http.StatusForbidden,
-	errs.NotFound:             http.StatusNotFound,
-	errs.MethodNotAllowed:     http.StatusMethodNotAllowed,
-	errs.NotAcceptable:        http.StatusNotAcceptable,
-	errs.Conflict:             http.StatusConflict,
-	errs.NotEnoughResources:   http.StatusConflict, // upstream: 500; a 409 says "not now"
-	errs.TooLarge:             http.StatusRequestEntityTooLarge,
-	errs.UnsupportedMediaType: http.StatusUnsupportedMediaType,
-	errs.Unavailable:          http.StatusServiceUnavailable,
-}
-
 // RenderError writes err as Blazar's error body
 // {"error_code": <status>, "error_message": <message>, "error_name": <status>}
 // — the one place a Blazar error becomes HTTP. error_name repeats the
@@ -159,15 +144,12 @@ var statusOf = map[errs.Kind]int{
 // that is not an *errs.Error is an internal error, logged and hidden.
 func RenderError(w http.ResponseWriter, r *http.Request, err error) {
 	e := errs.As(err)
-	status, ok := 0, false
-	if e != nil {
-		status, ok = statusOf[e.Kind]
-	}
-	if !ok {
+	if e == nil || e.Kind == errs.Internal {
 		slog.ErrorContext(r.Context(), "internal error", "err", err)
 		writeBlazar(w, http.StatusInternalServerError, "Internal Server Error", "INTERNAL_SERVER_ERROR")
 		return
 	}
+	status := httpx.Status(e.Kind)
 	if status >= 500 {
 		slog.ErrorContext(r.Context(), "request failed", "err", err)
 	}

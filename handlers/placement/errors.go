@@ -10,35 +10,14 @@ import (
 	"strings"
 
 	"github.com/leasehold/leasehold/pkg/errs"
+	"github.com/leasehold/leasehold/pkg/httpx"
 	"github.com/leasehold/leasehold/pkg/logging"
 	"github.com/leasehold/leasehold/pkg/microversion"
 	"github.com/leasehold/leasehold/pkg/placement"
 )
 
-// statuses maps each error kind to Placement's HTTP status. A capacity
-// shortage is a 409 like any other conflict, as upstream answers it.
-var statuses = [...]int{
-	errs.Internal:             http.StatusInternalServerError,
-	errs.BadRequest:           http.StatusBadRequest,
-	errs.Unauthorized:         http.StatusUnauthorized,
-	errs.Forbidden:            http.StatusForbidden,
-	errs.NotFound:             http.StatusNotFound,
-	errs.MethodNotAllowed:     http.StatusMethodNotAllowed,
-	errs.NotAcceptable:        http.StatusNotAcceptable,
-	errs.Conflict:             http.StatusConflict,
-	errs.NotEnoughResources:   http.StatusConflict,
-	errs.TooLarge:             http.StatusRequestEntityTooLarge,
-	errs.UnsupportedMediaType: http.StatusUnsupportedMediaType,
-	errs.Unavailable:          http.StatusServiceUnavailable,
-}
-
-// statusOf is the HTTP status of kind k (500 for a kind it does not know).
-func statusOf(k errs.Kind) int {
-	if int(k) >= 0 && int(k) < len(statuses) && statuses[k] != 0 {
-		return statuses[k]
-	}
-	return http.StatusInternalServerError
-}
+// statusOf is the HTTP status of kind k.
+func statusOf(k errs.Kind) int { return httpx.Status(k) }
 
 // explanations are webob's default explanation per status: Placement's
 // error detail is this text, a blank line, then the specific message.
