@@ -3,7 +3,7 @@
 //	leasehold serve [flags]        run the API server
 //	leasehold db sync [flags]      create or upgrade the database schema
 //	leasehold iallocator FILE|-    answer a Ganeti IAllocator request
-//	leasehold version
+//	leasehold version [--json]     version and build information
 package main
 
 import (
@@ -28,7 +28,7 @@ const usage = `usage:
   leasehold serve [--config FILE] [--listen ADDR] [--placement-listen ADDR] [--database URL] [--auth noauth]
   leasehold db sync [--config FILE] [--database URL]
   leasehold iallocator FILE|-
-  leasehold version
+  leasehold version [--json]
 `
 
 func main() {
@@ -58,8 +58,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 		return nil
 	case "version", "--version":
-		fmt.Fprintln(stdout, "leasehold", server.Version)
-		return nil
+		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
