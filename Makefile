@@ -13,14 +13,22 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 LISTEN           ?= 127.0.0.1:1234
 PLACEMENT_LISTEN ?= 127.0.0.1:8778
 DATABASE         ?= sqlite:///leasehold.db
+# make image: the tag of the container image.
+IMAGE            ?= leasehold:$(VERSION)
 
-.PHONY: help build run test bench bench-api bench-placement lint conformance conformance-mysql fmt clean mariadb-start mariadb-stop deps
+.PHONY: help build image run test bench bench-api bench-placement lint conformance conformance-mysql fmt clean mariadb-start mariadb-stop deps
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
 
 build: ## static binary bin/leasehold (CGO_ENABLED=0)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/leasehold
+
+image: ## container image from Containerfile with podman (or docker); needs a container registry for the golang builder image
+	@eng="$$(command -v podman || command -v docker || true)"; \
+	if [ -z "$$eng" ]; then echo "image: neither podman nor docker is installed"; exit 1; fi; \
+	echo "image: $$eng build -t $(IMAGE) (pulls the golang builder image: needs a container registry)"; \
+	"$$eng" build -f Containerfile --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 run: build ## build and serve on SQLite leasehold.db (Blazar+Placement on :1234, Placement also on :8778)
 	@scripts/run.sh $(BIN) $(LISTEN) $(PLACEMENT_LISTEN) $(DATABASE)

@@ -4,7 +4,7 @@
 //	leasehold db sync [flags]      create or upgrade the database schema
 //	leasehold outbox …             list, retry or discard external actions
 //	leasehold iallocator FILE|-    answer a Ganeti IAllocator request
-//	leasehold version
+//	leasehold version [--json]     version and build information
 package main
 
 import (
@@ -30,7 +30,7 @@ const usage = `usage:
   leasehold db sync [--config FILE] [--database URL]
   leasehold outbox list|retry|discard [flags]
   leasehold iallocator FILE|-
-  leasehold version
+  leasehold version [--json]
 `
 
 func main() {
@@ -62,8 +62,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 		return nil
 	case "version", "--version":
-		fmt.Fprintln(stdout, "leasehold", server.Version)
-		return nil
+		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

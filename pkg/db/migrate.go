@@ -40,18 +40,22 @@ func tableOptions(tx *gorm.DB) *gorm.DB {
 // on MySQL only if they agree on the result; run `leasehold db sync` once
 // before starting replicas.
 func (d *DB) Migrate(ctx context.Context) error {
-	tx := d.DB.WithContext(ctx)
-	m := gormigrate.New(tableOptions(tx), &gormigrate.Options{
+	if err := d.migrator(ctx, migrations).Migrate(); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return d.SyncStandard(ctx)
+}
+
+// migrator runs the list ms (migrations, or in the upgrade tests a prefix
+// of it: the schema an older binary left behind).
+func (d *DB) migrator(ctx context.Context, ms []*gormigrate.Migration) *gormigrate.Gormigrate {
+	return gormigrate.New(tableOptions(d.DB.WithContext(ctx)), &gormigrate.Options{
 		TableName:                 "leasehold_migrations",
 		IDColumnName:              "id",
 		IDColumnSize:              255,
 		UseTransaction:            d.Dialect == SQLite, // MySQL DDL is not transactional
 		ValidateUnknownMigrations: true,
-	}, migrations)
-	if err := m.Migrate(); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	return d.SyncStandard(ctx)
+	}, ms)
 }
 
 // SyncStandard inserts any standard resource class or trait missing from
