@@ -10,16 +10,12 @@ import (
 
 	"github.com/leasehold/leasehold/pkg/auth"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
+	"github.com/leasehold/leasehold/pkg/blazar/leases"
 )
 
-// stampFormat is how Blazar's to_dict renders created_at/updated_at;
-// dateFormat is the RPC layer's format for lease and allocation dates.
-const (
-	stampFormat = "2006-01-02 15:04:05"
-	dateFormat  = "2006-01-02T15:04:05.000000"
-)
-
-func stamp(t time.Time) string { return t.UTC().Format(stampFormat) }
+// stamp renders created_at/updated_at as Blazar's to_dict does (Python's
+// isoformat(' '), the lease engine's FormatStamp).
+func stamp(t time.Time) string { return leases.FormatStamp(t) }
 
 func stampPtr(t *time.Time) any {
 	if t == nil {
@@ -148,7 +144,7 @@ func allocationView(a *hosts.HostAllocation) map[string]any {
 	for i, x := range a.Reservations {
 		res[i] = map[string]any{
 			"id": x.ID, "lease_id": x.LeaseID,
-			"start_date": x.StartDate.UTC().Format(dateFormat), "end_date": x.EndDate.UTC().Format(dateFormat),
+			"start_date": leases.FormatDate(x.StartDate), "end_date": leases.FormatDate(x.EndDate),
 		}
 	}
 	return map[string]any{"resource_id": a.ResourceID, "reservations": res}

@@ -5,11 +5,11 @@ import (
 	"gorm.io/gorm"
 )
 
-// m0007StampTables are the lease tables whose created_at/updated_at the
+// m0007StampTables are the Blazar tables whose created_at/updated_at the
 // API shows with microseconds (as upstream's isoformat(' ') does): on
 // MySQL they were DATETIME(3), which would round what a create answered.
 // SQLite stores the full value already.
-var m0007StampTables = []string{"leases", "reservations", "events"}
+var m0007StampTables = []string{"leases", "reservations", "events", "computehosts", "resource_properties", "floatingips"}
 
 func init() {
 	register(&gormigrate.Migration{
