@@ -61,8 +61,8 @@ type Options struct {
 	// File overrides and adds rules (nil: none).
 	File *File
 	// Foreign are another service's rules sharing the policy file: file
-	// entries naming them are not this enforcer's, and references to them
-	// are not undefined.
+	// entries naming them are not this enforcer's, and a custom file rule
+	// that none of this service's rules use may reference them.
 	Foreign []Rule
 	// DefaultRule names the rule used for an action with no rule of its
 	// own (oslo.policy's policy_default_rule); "" or an undefined name
@@ -178,9 +178,29 @@ func (e *Enforcer) checkRefs(foreign map[string]bool) error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// A reference to a rule this enforcer lacks is an error when the
+	// rule is one this service's rules reach, or when no other service
+	// defines it either (a custom rule of the file that only the other
+	// service uses may name that service's rules).
+	reached := map[string]bool{}
+	var reach func(n string)
+	reach = func(n string) {
+		if reached[n] {
+			return
+		}
+		reached[n] = true
+		if expr, ok := e.rules[n]; ok {
+			for _, ref := range expr.refs(nil) {
+				reach(ref)
+			}
+		}
+	}
+	for n := range e.registered {
+		reach(n)
+	}
 	for _, n := range names {
 		for _, ref := range e.rules[n].refs(nil) {
-			if _, ok := e.rules[ref]; !ok && !foreign[ref] {
+			if _, ok := e.rules[ref]; !ok && (reached[n] || !foreign[ref]) {
 				return fmt.Errorf("policy: rule %s (%s) references undefined rule %s", n, e.ruleOrigin[n], ref)
 			}
 		}

@@ -156,8 +156,8 @@ func TestParseList(t *testing.T) {
 		list [][]string
 		want bool
 	}{
-		{nil, true},                       // [] is always
-		{[][]string{{}}, false},           // only empty alternatives: never
+		{nil, true},             // [] is always
+		{[][]string{{}}, false}, // only empty alternatives: never
 		{[][]string{{"role:member"}}, true},
 		{[][]string{{"role:admin"}, {"role:member", "project_id:%(project_id)s"}}, true},
 		{[][]string{{"role:admin"}, {"role:member", "project_id:p2"}}, false},
@@ -298,7 +298,7 @@ func TestNewRefusesBrokenRules(t *testing.T) {
 	}
 	// References to a foreign service's rules are not undefined; file
 	// entries for them are left to that service.
-	f, err := ParseFile("test.yaml", []byte("a: rule:theirs\ntheirs: rule:nothing_here\n"))
+	f, err := ParseFile("test.yaml", []byte("custom: rule:theirs\ntheirs: rule:nothing_here\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,8 +309,17 @@ func TestNewRefusesBrokenRules(t *testing.T) {
 	if _, ok := e.Effective("theirs"); ok {
 		t.Error("took the foreign rule from the file")
 	}
-	if e.Allowed("a", &Credentials{}, nil) {
+	if e.Allowed("custom", &Credentials{}, nil) {
 		t.Error("a reference to a rule this enforcer does not hold passed")
+	}
+	// But not from a rule this service uses: that would never pass.
+	f, err = ParseFile("test.yaml", []byte("mine: rule:custom\ncustom: rule:theirs\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New([]Rule{{Name: "mine", Check: "@"}}, Options{File: f, Foreign: []Rule{{Name: "theirs", Check: "@"}}}); err == nil ||
+		!strings.Contains(err.Error(), "rule custom (test.yaml line 2) references undefined rule theirs") {
+		t.Errorf("reached foreign reference: %v", err)
 	}
 }
 
