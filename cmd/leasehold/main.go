@@ -3,6 +3,7 @@
 //	leasehold serve [flags]        run the API server
 //	leasehold db sync [flags]      create or upgrade the database schema
 //	leasehold iallocator FILE|-    answer a Ganeti IAllocator request
+//	leasehold policy sample        print the default policy rules (etc/policy.yaml.sample)
 //	leasehold version
 package main
 
@@ -28,6 +29,7 @@ const usage = `usage:
   leasehold serve [--config FILE] [--listen ADDR] [--placement-listen ADDR] [--database URL] [--auth noauth]
   leasehold db sync [--config FILE] [--database URL]
   leasehold iallocator FILE|-
+  leasehold policy sample
   leasehold version
 `
 
@@ -52,6 +54,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return errors.New(`"db" needs the subcommand "sync"`)
 		}
 		return dbSync(args[2:], stderr)
+	case "policy":
+		return policyCmd(args[1:], stdout, stderr)
 	case "iallocator":
 		if code := iallocatorCmd(args[1:], stdin, stdout, stderr); code != 0 {
 			os.Exit(code)
