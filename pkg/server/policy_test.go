@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,5 +61,53 @@ func TestPolicyAtStartUp(t *testing.T) {
 	}
 	if _, err := New(context.Background(), cfgFor(filepath.Join(dir, "missing.yaml"))); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestPolicyFileOverHTTP: an override in the policy file changes what
+// both APIs answer through the built server.
+func TestPolicyFileOverHTTP(t *testing.T) {
+	dir := t.TempDir()
+	c, err := config.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Database = "sqlite:///" + filepath.Join(dir, "lh.db")
+	c.Placement.PolicyMode = "legacy"
+	ask := func(t *testing.T, s *Server, path, token string) int {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("X-Auth-Token", token)
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for _, tc := range []struct {
+		name, file       string
+		hosts, providers int
+	}{
+		{"defaults", "", http.StatusForbidden, http.StatusOK},
+		{"overridden", "\"blazar:oshosts:get\": \"role:member\"\n\"placement:resource_providers:list\": \"!\"\n", http.StatusOK, http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.OsloPolicy.PolicyFile = ""
+			if tc.file != "" {
+				c.OsloPolicy.PolicyFile = filepath.Join(dir, tc.name+".yaml")
+				if err := os.WriteFile(c.OsloPolicy.PolicyFile, []byte(tc.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := New(context.Background(), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.DB().Close() })
+			if got := ask(t, s, "/v1/os-hosts", "m1:p1"); got != tc.hosts {
+				t.Errorf("member GET /v1/os-hosts: %d, want %d", got, tc.hosts)
+			}
+			if got := ask(t, s, "/placement/resource_providers", "admin"); got != tc.providers {
+				t.Errorf("admin GET /placement/resource_providers: %d, want %d", got, tc.providers)
+			}
+		})
 	}
 }
