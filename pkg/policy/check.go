@@ -104,6 +104,11 @@ func substitute(match string, target Target) (string, bool) {
 	if !strings.Contains(match, "%") {
 		return match, true
 	}
+	// The common form, a whole-value %(key)s, without the regexp.
+	if strings.HasPrefix(match, "%(") && strings.HasSuffix(match, ")s") && strings.Count(match, "%") == 1 && strings.Count(match, ")") == 1 {
+		v, found := target[match[2:len(match)-2]]
+		return v, found
+	}
 	ok := true
 	out := formatRE.ReplaceAllStringFunc(match, func(m string) string {
 		if m == "%%" {
@@ -194,8 +199,9 @@ func (r ruleCheck) eval(c *evalCtx) bool {
 		return false
 	}
 	c.depth++
-	defer func() { c.depth-- }()
-	return e.eval(c)
+	ok = e.eval(c)
+	c.depth--
+	return ok
 }
 
 func (r ruleCheck) refs(out []string) []string { return append(out, r.name) }

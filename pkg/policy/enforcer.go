@@ -98,7 +98,6 @@ type Enforcer struct {
 	rules        map[string]Expr
 	registered   map[string]*Rule
 	opts         Options
-	defaultRule  string
 	ruleOrigin   map[string]string // name → where its check came from, for errors
 	effectiveSrc map[string]string // name → effective check string
 }
@@ -111,7 +110,6 @@ func New(defaults []Rule, opts Options) (*Enforcer, error) {
 		rules:        map[string]Expr{},
 		registered:   map[string]*Rule{},
 		opts:         opts,
-		defaultRule:  opts.DefaultRule,
 		ruleOrigin:   map[string]string{},
 		effectiveSrc: map[string]string{},
 	}
@@ -251,10 +249,11 @@ func (e *Enforcer) Enforce(rule string, creds *Credentials, target Target) Decis
 		return DenyScope
 	}
 	expr, ok := e.rules[rule]
+	if !ok && e.opts.DefaultRule != "" {
+		expr, ok = e.rules[e.opts.DefaultRule]
+	}
 	if !ok {
-		if expr, ok = e.rules[e.defaultRule]; !ok || e.defaultRule == "" {
-			return Deny
-		}
+		return Deny
 	}
 	c := &evalCtx{rules: e.rules, creds: creds, roles: expandRoles(creds.Roles, e.opts.ImpliedRoles), target: target}
 	if expr.eval(c) {
