@@ -14,7 +14,7 @@ import (
 // (the [oslo_policy] settings and policy file).
 func PolicyOptions(base policy.Options) policy.Options {
 	base.DefaultRule = policy.BlazarDefaultRule
-	base.ImpliedRoles = policy.BlazarImpliedRoles
+	base.ImpliedRoles = policy.BlazarImpliedRoles()
 	base.Foreign = policy.PlacementRules()
 	return base
 }

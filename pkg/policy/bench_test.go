@@ -6,7 +6,7 @@ import "testing"
 // lease read (four rules deep, implied roles expanded) and a Placement
 // read in legacy mode (new default or the deprecated role:admin).
 func BenchmarkEnforce(b *testing.B) {
-	blazar, err := New(BlazarRules(), Options{EnforceNewDefaults: true, ImpliedRoles: BlazarImpliedRoles, DefaultRule: BlazarDefaultRule})
+	blazar, err := New(BlazarRules(), Options{EnforceNewDefaults: true, ImpliedRoles: BlazarImpliedRoles(), DefaultRule: BlazarDefaultRule})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,10 +24,12 @@ var blazarAdminOrOwner = &Deprecated{
 // its own by (oslo.policy's policy_default_rule).
 const BlazarDefaultRule = "default"
 
-// BlazarImpliedRoles are Keystone's default implied roles (admin implies
-// member, member implies reader), applied to Blazar's callers whose
-// token did not expand them.
-var BlazarImpliedRoles = map[string][]string{"admin": {"member", "reader"}, "member": {"reader"}}
+// BlazarImpliedRoles returns Keystone's default implied roles (admin
+// implies member, member implies reader), applied to Blazar's callers
+// whose token did not expand them.
+func BlazarImpliedRoles() map[string][]string {
+	return map[string][]string{"admin": {"member", "reader"}, "member": {"reader"}}
+}
 
 // BlazarRules returns Blazar's default rules, in upstream's order.
 func BlazarRules() []Rule {

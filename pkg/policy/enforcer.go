@@ -95,8 +95,10 @@ func (d Decision) String() string {
 
 // Enforcer decides actions by rule name.
 type Enforcer struct {
-	rules        map[string]Expr
-	registered   map[string]*Rule
+	rules map[string]Expr
+	// registered holds the default rules' names and their scope types
+	// (copied: the enforcer does not change once built).
+	registered   map[string][]string
 	opts         Options
 	ruleOrigin   map[string]string // name → where its check came from, for errors
 	effectiveSrc map[string]string // name → effective check string
@@ -108,26 +110,31 @@ type Enforcer struct {
 func New(defaults []Rule, opts Options) (*Enforcer, error) {
 	e := &Enforcer{
 		rules:        map[string]Expr{},
-		registered:   map[string]*Rule{},
+		registered:   map[string][]string{},
 		opts:         opts,
 		ruleOrigin:   map[string]string{},
 		effectiveSrc: map[string]string{},
 	}
+	// Keep a copy of the implied roles, keyed in lower case as roles match.
+	implied := make(map[string][]string, len(opts.ImpliedRoles))
+	for k, v := range opts.ImpliedRoles {
+		implied[strings.ToLower(k)] = append(implied[strings.ToLower(k)], v...)
+	}
+	e.opts.ImpliedRoles = implied
 	foreign := map[string]bool{}
 	for _, r := range opts.Foreign {
 		foreign[r.Name] = true
 	}
-	for i := range defaults {
-		r := &defaults[i]
+	for _, r := range defaults {
 		if _, dup := e.registered[r.Name]; dup {
 			return nil, fmt.Errorf("policy: rule %s registered twice", r.Name)
 		}
-		e.registered[r.Name] = r
+		e.registered[r.Name] = slices.Clone(r.ScopeTypes)
 	}
 	file := map[string]FileRule{}
 	if opts.File != nil {
 		for name, fr := range opts.File.Rules {
-			if foreign[name] && e.registered[name] == nil {
+			if _, ours := e.registered[name]; foreign[name] && !ours {
 				continue
 			}
 			file[name] = fr
@@ -245,7 +252,7 @@ func (e *Enforcer) Enforce(rule string, creds *Credentials, target Target) Decis
 	if creds == nil {
 		return Deny
 	}
-	if r := e.registered[rule]; r != nil && e.opts.EnforceScope && len(r.ScopeTypes) > 0 && !slices.Contains(r.ScopeTypes, creds.scope()) {
+	if scopes := e.registered[rule]; e.opts.EnforceScope && len(scopes) > 0 && !slices.Contains(scopes, creds.scope()) {
 		return DenyScope
 	}
 	expr, ok := e.rules[rule]
