@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -294,3 +295,38 @@ func oldAuthorize(id *auth.Identity, rule, targetProject string) error {
 	}
 	return nil
 }
+
+// TestHandlersAskRegisteredRules: every Blazar rule name in this
+// package's handlers is a registered rule (a typo would fall back to the
+// default rule silently).
+func TestHandlersAskRegisteredRules(t *testing.T) {
+	registered := map[string]bool{}
+	for _, r := range policy.BlazarRules() {
+		registered[r.Name] = true
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ruleNameRE.FindAllStringSubmatch(string(src), -1) {
+			asked++
+			if !registered[m[1]] {
+				t.Errorf("%s asks unregistered rule %q", f, m[1])
+			}
+		}
+	}
+	if asked < 15 {
+		t.Errorf("found only %d rule names in the handlers", asked)
+	}
+}
+
+var ruleNameRE = regexp.MustCompile(`"(blazar:[a-z_]+:[a-z_]+)"`)

@@ -2,6 +2,9 @@ package placement
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -193,3 +196,41 @@ func (p *oldPolicy) allowed(id *auth.Identity, rule, targetProject string) bool 
 		return newDefault() || id.IsAdmin()
 	}
 }
+
+// TestHandlersAskRegisteredRules: every Placement rule name in this
+// package's handlers is a registered rule (a typo would be refused
+// silently).
+func TestHandlersAskRegisteredRules(t *testing.T) {
+	registered := map[string]bool{}
+	for _, r := range policy.PlacementRules() {
+		registered[r.Name] = true
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ruleNameRE.FindAllStringSubmatch(string(src), -1) {
+			asked[m[1]] = true
+			if !registered[m[1]] {
+				t.Errorf("%s asks unregistered rule %q", f, m[1])
+			}
+		}
+	}
+	// Every placement:* rule has a handler asking it.
+	for name := range registered {
+		if strings.HasPrefix(name, "placement:") && !asked[name] {
+			t.Errorf("no handler asks %s", name)
+		}
+	}
+}
+
+var ruleNameRE = regexp.MustCompile(`"(placement:[a-z_:]+)"`)
