@@ -4,6 +4,7 @@
 //	leasehold db sync [flags]      create or upgrade the database schema
 //	leasehold outbox …             list, retry or discard external actions
 //	leasehold iallocator FILE|-    answer a Ganeti IAllocator request
+//	leasehold policy sample        print the default policy rules (etc/policy.yaml.sample)
 //	leasehold version [--json]     version and build information
 package main
 
@@ -30,6 +31,7 @@ const usage = `usage:
   leasehold db sync [--config FILE] [--database URL]
   leasehold outbox list|retry|discard [flags]
   leasehold iallocator FILE|-
+  leasehold policy sample
   leasehold version [--json]
 `
 
@@ -56,6 +58,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return dbSync(args[2:], stderr)
 	case "outbox":
 		return outboxCmd(args[1:], stdout, stderr)
+	case "policy":
+		return policyCmd(args[1:], stdout, stderr)
 	case "iallocator":
 		if code := iallocatorCmd(args[1:], stdin, stdout, stderr); code != 0 {
 			os.Exit(code)

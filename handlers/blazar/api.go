@@ -20,6 +20,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/httpx"
 	"github.com/leasehold/leasehold/pkg/microversion"
+	"github.com/leasehold/leasehold/pkg/policy"
 )
 
 var apiVersion = microversion.Version{Major: 1, Minor: 0}
@@ -29,13 +30,19 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // Router is the /v1 router the resource files register on.
 type Router struct {
-	mux *chi.Mux
+	mux    *chi.Mux
+	policy *policy.Enforcer
 }
 
-// NewRouter returns an empty Blazar router with the not-found and
-// method-not-allowed bodies Blazar's werkzeug layer gives.
-func NewRouter() *Router {
-	rt := &Router{mux: chi.NewRouter()}
+// NewRouter returns an empty Blazar router deciding by Blazar's default
+// policy (NewRouterWithPolicy for the configured one).
+func NewRouter() *Router { return NewRouterWithPolicy(defaultEnforcer) }
+
+// NewRouterWithPolicy returns an empty Blazar router whose handlers ask
+// enf, with the not-found and method-not-allowed bodies Blazar's
+// werkzeug layer gives.
+func NewRouterWithPolicy(enf *policy.Enforcer) *Router {
+	rt := &Router{mux: chi.NewRouter(), policy: enf}
 	rt.mux.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeWerkzeug(w, http.StatusNotFound, "The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.")
 	})
@@ -58,9 +65,15 @@ func (rt *Router) Handle(method, pattern string, h handlerFunc) {
 }
 
 // Handler wraps the router with Blazar's pipeline: identity, microversion,
-// panic recovery. It expects to be mounted at /v1 with the prefix removed.
+// panic recovery, and the router's policy in the request context for the
+// handlers' checks. It expects to be mounted at /v1 with the prefix
+// removed.
 func (rt *Router) Handler(authn Authenticator) http.Handler {
 	var h http.Handler = rt.mux
+	next := h
+	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(withEnforcer(r.Context(), rt.policy)))
+	})
 	h = httpx.Recover(func(w http.ResponseWriter, r *http.Request, status int, msg string) {
 		writeBlazar(w, status, "Internal Server Error", "INTERNAL_SERVER_ERROR")
 	})(h)

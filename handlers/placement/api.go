@@ -40,10 +40,15 @@ type API struct {
 	methods map[string][]string // route pattern → methods in declaration order
 }
 
-// New builds the API on svc.
+// New builds the API on svc with the default policy of cfg.PolicyMode.
 func New(svc *placement.Service, cfg config.Placement, corsCfg config.CORS) *API {
+	return NewWithPolicy(svc, cfg, corsCfg, NewPolicy(cfg.PolicyMode))
+}
+
+// NewWithPolicy builds the API on svc deciding by pol.
+func NewWithPolicy(svc *placement.Service, cfg config.Placement, corsCfg config.CORS, pol *Policy) *API {
 	a := &API{
-		svc: svc, policy: NewPolicy(cfg.PolicyMode), cfg: cfg, cors: corsCfg,
+		svc: svc, policy: pol, cfg: cfg, cors: corsCfg,
 		started: time.Now().UTC(), mux: chi.NewRouter(), methods: map[string][]string{},
 	}
 	a.routes()

@@ -2,64 +2,85 @@ package placement
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/leasehold/leasehold/pkg/auth"
 	"github.com/leasehold/leasehold/pkg/placement"
+	"github.com/leasehold/leasehold/pkg/policy"
 )
 
-// Policy decides whether the caller may perform a Placement action. The
-// three modes reproduce Placement's defaults: legacy (deprecated rules:
-// role admin for everything), secure (new defaults with scope checks) and
-// open (every rule is "@", anyone). An oslo policy file comes with the
-// Keystone issue; this type is the seam for it.
-type Policy struct{ mode string }
+// Policy decides whether the caller may perform a Placement action, by
+// asking one policy.Enforcer built from Placement's default rules.
+type Policy struct{ enf *policy.Enforcer }
 
-// NewPolicy returns the policy for mode.
-func NewPolicy(mode string) *Policy { return &Policy{mode: mode} }
+// NewEnforcer builds Placement's enforcer for a policy mode on top of
+// base (the [oslo_policy] policy file; its enforce_* switches are
+// replaced by the mode's):
+//
+//   - legacy: enforce_new_defaults and enforce_scope false, so each rule
+//     is its secure-RBAC default or the deprecated "role:admin" (how
+//     Placement 8.0.0 runs by default, and the conformance suite's
+//     LegacyRBACPolicyFixture);
+//   - secure: both true, the new defaults with scope checks
+//     (SecureRBACPolicyFixture);
+//   - open: every rule that guards an action is "@" (OpenPolicyFixture);
+//     the policy file is not read.
+func NewEnforcer(mode string, base policy.Options) (*policy.Enforcer, error) {
+	base.ImpliedRoles = nil // Placement matches the token's roles as given
+	base.DefaultRule = ""   // an unregistered action is refused
+	base.Foreign = policy.BlazarRules()
+	switch mode {
+	case "legacy":
+		base.EnforceNewDefaults, base.EnforceScope = false, false
+	case "secure":
+		base.EnforceNewDefaults, base.EnforceScope = true, true
+	case "open":
+		base.EnforceNewDefaults, base.EnforceScope = true, false
+		base.File = openFile()
+	default:
+		return nil, fmt.Errorf("placement policy mode %q: want legacy, secure or open", mode)
+	}
+	return policy.New(policy.PlacementRules(), base)
+}
 
-// ruleKind is how a rule is checked in secure mode.
-type ruleKind int
+// openFile overrides every Placement rule but admin_api (which no action
+// asks) with "@", as upstream's OpenPolicyFixture does.
+func openFile() *policy.File {
+	f := &policy.File{Path: "(placement policy_mode open)", Rules: map[string]policy.FileRule{}}
+	always, _ := policy.Parse("@")
+	for _, r := range policy.PlacementRules() {
+		if r.Name != "admin_api" {
+			f.Rules[r.Name] = policy.FileRule{Check: "@", Expr: always}
+		}
+	}
+	return f
+}
 
-const (
-	systemAdmin  ruleKind = iota // role:admin and system_scope:all
-	systemReader                 // role:reader and system_scope:all
-	usagesRule                   // system reader, or project reader of the target project
-)
+// NewPolicy returns the policy for mode with Placement's defaults and no
+// policy file. It panics on an unknown mode (config validates it).
+func NewPolicy(mode string) *Policy {
+	enf, err := NewEnforcer(mode, policy.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return &Policy{enf: enf}
+}
 
-var rules = map[string]ruleKind{
-	"placement:resource_providers:list":               systemReader,
-	"placement:resource_providers:create":             systemAdmin,
-	"placement:resource_providers:show":               systemReader,
-	"placement:resource_providers:update":             systemAdmin,
-	"placement:resource_providers:delete":             systemAdmin,
-	"placement:resource_classes:list":                 systemReader,
-	"placement:resource_classes:create":               systemAdmin,
-	"placement:resource_classes:show":                 systemReader,
-	"placement:resource_classes:update":               systemAdmin,
-	"placement:resource_classes:delete":               systemAdmin,
-	"placement:resource_providers:inventories:list":   systemReader,
-	"placement:resource_providers:inventories:create": systemAdmin,
-	"placement:resource_providers:inventories:show":   systemReader,
-	"placement:resource_providers:inventories:update": systemAdmin,
-	"placement:resource_providers:inventories:delete": systemAdmin,
-	"placement:resource_providers:aggregates:list":    systemReader,
-	"placement:resource_providers:aggregates:update":  systemAdmin,
-	"placement:resource_providers:usages":             systemReader,
-	"placement:usages":                                usagesRule,
-	"placement:traits:list":                           systemReader,
-	"placement:traits:show":                           systemReader,
-	"placement:traits:update":                         systemAdmin,
-	"placement:traits:delete":                         systemAdmin,
-	"placement:resource_providers:traits:list":        systemReader,
-	"placement:resource_providers:traits:update":      systemAdmin,
-	"placement:resource_providers:traits:delete":      systemAdmin,
-	"placement:allocations:manage":                    systemAdmin,
-	"placement:allocations:list":                      systemReader,
-	"placement:allocations:update":                    systemAdmin,
-	"placement:allocations:delete":                    systemAdmin,
-	"placement:resource_providers:allocations:list":   systemReader,
-	"placement:allocation_candidates:list":            systemReader,
-	"placement:reshaper:reshape":                      systemAdmin,
+// PolicyFor returns the policy deciding by enf.
+func PolicyFor(enf *policy.Enforcer) *Policy { return &Policy{enf: enf} }
+
+// Credentials are the policy values of id; no identity has none.
+func Credentials(id *auth.Identity) *policy.Credentials {
+	if id == nil {
+		return &policy.Credentials{}
+	}
+	return &policy.Credentials{
+		UserID:      id.UserID,
+		ProjectID:   id.ProjectID,
+		SystemScope: id.SystemScope,
+		Roles:       id.Roles,
+		IsAdmin:     id.IsAdmin(),
+	}
 }
 
 // Authorize returns a 403 error unless the caller in ctx may perform
@@ -72,51 +93,14 @@ func (p *Policy) Authorize(ctx context.Context, rule, targetProject string) erro
 
 func (p *Policy) authorize(ctx context.Context, rule, targetProject string) error {
 	id := auth.FromContext(ctx)
-	if p.allowed(id, rule, targetProject) {
+	target := policy.Target{"project_id": targetProject}
+	switch p.enf.Enforce(rule, Credentials(id), target) {
+	case policy.Allow:
 		return nil
-	}
-	if p.mode == "secure" && !id.IsSystem() {
-		if kind, known := rules[rule]; known && kind != usagesRule {
-			// enforce_scope: a project-scoped token on a system-only rule
-			// is InvalidScope, which placement reports with the bare
-			// action name.
-			return placement.Forbidden("%s", rule)
-		}
+	case policy.DenyScope:
+		// enforce_scope: a token of the wrong scope is InvalidScope,
+		// which placement reports with the bare action name.
+		return placement.Forbidden("%s", rule)
 	}
 	return placement.Forbidden("Policy does not allow %s to be performed.", rule)
-}
-
-// allowed evaluates rule. Secure mode is the new defaults with scope
-// enforcement. Legacy mode (enforce_new_defaults=False) is the new
-// default OR the deprecated "role:admin", without scope enforcement.
-func (p *Policy) allowed(id *auth.Identity, rule, targetProject string) bool {
-	kind, known := rules[rule]
-	newDefault := func() bool {
-		if !known {
-			return id.IsAdmin()
-		}
-		switch kind {
-		case systemAdmin:
-			return id.HasRole("admin") && id.IsSystem()
-		case systemReader:
-			return id.HasRole("reader") && id.IsSystem()
-		case usagesRule:
-			if id.HasRole("reader") && id.IsSystem() {
-				return true
-			}
-			return id.HasRole("reader") && id != nil && id.ProjectID != "" && id.ProjectID == targetProject
-		}
-		return false
-	}
-	switch p.mode {
-	case "open":
-		return true
-	case "secure":
-		if known && kind != usagesRule && !id.IsSystem() {
-			return false
-		}
-		return newDefault()
-	default: // legacy
-		return newDefault() || id.IsAdmin()
-	}
 }

@@ -34,8 +34,9 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful drain on SIGTERM.
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
 
-	Placement Placement `mapstructure:"placement"`
-	CORS      CORS      `mapstructure:"cors"`
+	Placement  Placement  `mapstructure:"placement"`
+	CORS       CORS       `mapstructure:"cors"`
+	OsloPolicy OsloPolicy `mapstructure:"oslo_policy"`
 	// Blazar holds blazar.conf's lease settings (see blazar.go).
 	Blazar Blazar `mapstructure:",squash"`
 }
@@ -55,6 +56,21 @@ type Placement struct {
 	// candidates generated and provider combinations tried per group.
 	// 0 disables it.
 	AllocationCandidatesSearchCap int `mapstructure:"allocation_candidates_search_cap"`
+}
+
+// OsloPolicy holds the [oslo_policy] section (oslo.policy's options).
+type OsloPolicy struct {
+	// PolicyFile is a YAML or JSON file of rule name → check string
+	// overriding the defaults of both APIs; "" reads none. A file that
+	// does not parse stops start-up.
+	PolicyFile string `mapstructure:"policy_file"`
+	// EnforceNewDefaults false lets a Blazar rule that replaced a
+	// deprecated rule pass when either check passes. Placement follows
+	// placement.policy_mode instead.
+	EnforceNewDefaults bool `mapstructure:"enforce_new_defaults"`
+	// EnforceScope true refuses a token whose scope is not one of the
+	// Blazar rule's scope types. Placement follows placement.policy_mode.
+	EnforceScope bool `mapstructure:"enforce_scope"`
 }
 
 // CORS holds the [cors] section (oslo.middleware semantics). CORS is
@@ -85,6 +101,10 @@ var defaults = map[string]any{
 	"placement.randomize_allocation_candidates":  false,
 	"placement.max_allocation_candidates":        -1,
 	"placement.allocation_candidates_search_cap": 1000000,
+
+	"oslo_policy.policy_file":          "",
+	"oslo_policy.enforce_new_defaults": true,
+	"oslo_policy.enforce_scope":        false,
 
 	"cors.allowed_origin":    []string{},
 	"cors.allow_credentials": true,

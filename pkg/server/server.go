@@ -22,6 +22,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/httpx"
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/placement"
+	"github.com/leasehold/leasehold/pkg/policy"
 	"github.com/leasehold/leasehold/plugins"
 	"github.com/leasehold/leasehold/plugins/floatingip"
 	hostplugin "github.com/leasehold/leasehold/plugins/host"
@@ -66,6 +67,12 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Policy: one enforcer per API from [oslo_policy] and the policy
+	// file, before anything is opened (a broken file stops start-up).
+	blazarPolicy, placementPolicy, err := buildPolicy(cfg)
+	if err != nil {
+		return nil, err
+	}
 	d, err := db.Open(ctx, cfg.Database)
 	if err != nil {
 		return nil, err
@@ -87,7 +94,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		IncompleteConsumerProjectID: cfg.Placement.IncompleteConsumerProjectID,
 		IncompleteConsumerUserID:    cfg.Placement.IncompleteConsumerUserID,
 	})
-	papi := placementapi.New(psvc, cfg.Placement, cfg.CORS)
+	papi := placementapi.NewWithPolicy(psvc, cfg.Placement, cfg.CORS, placementapi.PolicyFor(placementPolicy))
 
 	// The compute service the reserved hosts run in.
 	drv := standalone.New(slog.Default())
@@ -121,7 +128,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	s.background = append(s.background, s.Events.Run, s.Outbox.Run)
 
 	// HTTP.
-	rt := blazarapi.NewRouter()
+	rt := blazarapi.NewRouterWithPolicy(blazarPolicy)
 	blazarapi.RegisterLeases(rt, s.Leases)
 	blazarapi.RegisterHosts(rt, s.Hosts)
 	blazarapi.RegisterFloatingIPs(rt, s.Hosts)
@@ -143,6 +150,29 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		}
 	}))
 	return s, nil
+}
+
+// buildPolicy loads [oslo_policy] policy_file (a malformed file or an
+// undefined rule reference stops start-up) and builds the Blazar and
+// Placement enforcers.
+func buildPolicy(cfg *config.Config) (blazarEnf, placementEnf *policy.Enforcer, err error) {
+	file, err := policy.LoadFile(cfg.OsloPolicy.PolicyFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	blazarEnf, err = blazarapi.NewEnforcer(policy.Options{
+		EnforceNewDefaults: cfg.OsloPolicy.EnforceNewDefaults,
+		EnforceScope:       cfg.OsloPolicy.EnforceScope,
+		File:               file,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	placementEnf, err = placementapi.NewEnforcer(cfg.Placement.PolicyMode, policy.Options{File: file})
+	if err != nil {
+		return nil, nil, err
+	}
+	return blazarEnf, placementEnf, nil
 }
 
 // eventsConfig is the lease event manager's configuration.
