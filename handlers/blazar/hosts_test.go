@@ -111,7 +111,7 @@ func runGolden(t *testing.T, h http.Handler, name string, steps []step) {
 			req.Header.Set(k, v)
 		}
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		h.ServeHTTP(rec, withNoAuthToken(req))
 		ex := exchange{Request: st, Status: rec.Code}
 		if b := bytes.TrimSpace(rec.Body.Bytes()); len(b) > 0 {
 			var v any
@@ -268,12 +268,12 @@ func TestFloatingIPsGolden(t *testing.T) {
 	}
 	fips[list[0].ID] = false
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("DELETE", "/floatingips/"+list[0].ID, nil))
+	h.ServeHTTP(rec, withNoAuthToken(httptest.NewRequest("DELETE", "/floatingips/"+list[0].ID, nil)))
 	if rec.Code != 204 || rec.Body.Len() != 0 {
 		t.Fatalf("delete: %d %q", rec.Code, rec.Body)
 	}
 	rec = httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("DELETE", "/floatingips/"+list[0].ID, nil))
+	h.ServeHTTP(rec, withNoAuthToken(httptest.NewRequest("DELETE", "/floatingips/"+list[0].ID, nil)))
 	if rec.Code != 404 {
 		t.Fatalf("second delete: %d", rec.Code)
 	}
