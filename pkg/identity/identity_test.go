@@ -15,6 +15,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/auth"
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/errs"
+	"github.com/leasehold/leasehold/pkg/identity/keystonetest"
 )
 
 func TestNoAuth(t *testing.T) {
@@ -135,6 +136,12 @@ func TestTokenCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 }
 
+func newFake(t *testing.T) *keystonetest.Server {
+	f := keystonetest.New()
+	t.Cleanup(f.Close)
+	return f
+}
+
 // clock is a settable clock for the cache.
 type clock struct {
 	mu  sync.Mutex
@@ -148,10 +155,10 @@ func (c *clock) Add(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func newTestKeystone(t *testing.T, f *fakeKeystone, edit func(*config.KeystoneAuthtoken)) (*Keystone, *clock) {
+func newTestKeystone(t *testing.T, f *keystonetest.Server, edit func(*config.KeystoneAuthtoken)) (*Keystone, *clock) {
 	t.Helper()
 	cfg := config.KeystoneAuthtoken{
-		AuthURL: f.srv.URL + "/v3", AuthType: "password", Username: "svc", Password: "pw", ProjectName: "service",
+		AuthURL: f.AuthURL(), AuthType: "password", Username: "svc", Password: "pw", ProjectName: "service",
 		UserDomainName: "Default", ProjectDomainName: "Default", Interface: "internal", RegionName: "RegionOne",
 		TokenCacheTime: 60, TokenCacheSize: 100, ServiceTokenRoles: []string{"service"}, HTTPTimeout: 5,
 	}
@@ -178,9 +185,9 @@ func request(tok string, extra ...string) *http.Request {
 }
 
 func TestKeystoneValidationAndCache(t *testing.T) {
-	f := newFakeKeystone(t)
+	f := newFake(t)
 	k, clk := newTestKeystone(t, f, nil)
-	f.add("tok-member", tokenDoc("u1", "p1", clk.Now().Add(time.Hour), "member", "reader"))
+	f.Add("tok-member", keystonetest.Token("u1", "p1", clk.Now().Add(time.Hour), "member", "reader"))
 
 	id, err := k.Authenticate(request("tok-member"))
 	if err != nil {
@@ -194,11 +201,11 @@ func TestKeystoneValidationAndCache(t *testing.T) {
 	if diff := cmp.Diff(want, id); diff != "" {
 		t.Errorf("identity (-want +got):\n%s", diff)
 	}
-	if _, err := k.Authenticate(request("tok-member")); err != nil || f.validates.Load() != 1 {
-		t.Fatalf("second request: err %v, %d Keystone validations; want nil, 1 (cached)", err, f.validates.Load())
+	if _, err := k.Authenticate(request("tok-member")); err != nil || f.Validations() != 1 {
+		t.Fatalf("second request: err %v, %d Keystone validations; want nil, 1 (cached)", err, f.Validations())
 	}
 	// Revoked in Keystone: still trusted until token_cache_time is over.
-	f.revoke("tok-member")
+	f.Revoke("tok-member")
 	clk.Add(59 * time.Second)
 	if _, err := k.Authenticate(request("tok-member")); err != nil {
 		t.Fatalf("within token_cache_time: %v", err)
@@ -207,22 +214,22 @@ func TestKeystoneValidationAndCache(t *testing.T) {
 	if _, err := k.Authenticate(request("tok-member")); !errs.Is(err, errs.Unauthorized) {
 		t.Fatalf("revoked, after token_cache_time: %v, want Unauthorized", err)
 	}
-	if n := f.validates.Load(); n != 2 {
+	if n := f.Validations(); n != 2 {
 		t.Errorf("%d validations, want 2", n)
 	}
 	// A refused token is cached too.
-	if _, err := k.Authenticate(request("tok-member")); !errs.Is(err, errs.Unauthorized) || f.validates.Load() != 2 {
-		t.Errorf("refused token again: %v after %d validations; want Unauthorized from the cache", err, f.validates.Load())
+	if _, err := k.Authenticate(request("tok-member")); !errs.Is(err, errs.Unauthorized) || f.Validations() != 2 {
+		t.Errorf("refused token again: %v after %d validations; want Unauthorized from the cache", err, f.Validations())
 	}
-	if f.logins.Load() != 1 {
-		t.Errorf("%d service logins, want 1", f.logins.Load())
+	if f.Logins() != 1 {
+		t.Errorf("%d service logins, want 1", f.Logins())
 	}
 }
 
 func TestKeystoneCacheNeverPastExpiry(t *testing.T) {
-	f := newFakeKeystone(t)
+	f := newFake(t)
 	k, clk := newTestKeystone(t, f, nil)
-	f.add("short", tokenDoc("u1", "p1", clk.Now().Add(10*time.Second), "member"))
+	f.Add("short", keystonetest.Token("u1", "p1", clk.Now().Add(10*time.Second), "member"))
 	if _, err := k.Authenticate(request("short")); err != nil {
 		t.Fatal(err)
 	}
@@ -230,16 +237,16 @@ func TestKeystoneCacheNeverPastExpiry(t *testing.T) {
 	if _, err := k.Authenticate(request("short")); !errs.Is(err, errs.Unauthorized) {
 		t.Fatalf("at expires_at: %v, want Unauthorized (Keystone still lists it, our clock says expired)", err)
 	}
-	if n := f.validates.Load(); n != 2 {
+	if n := f.Validations(); n != 2 {
 		t.Errorf("%d validations, want 2 (the expired entry was not served from the cache)", n)
 	}
 }
 
 func TestKeystoneErrors(t *testing.T) {
-	f := newFakeKeystone(t)
+	f := newFake(t)
 	k, clk := newTestKeystone(t, f, nil)
-	f.add("good", tokenDoc("u1", "p1", clk.Now().Add(time.Hour), "member"))
-	f.add("expired", tokenDoc("u1", "p1", clk.Now().Add(-time.Minute), "member"))
+	f.Add("good", keystonetest.Token("u1", "p1", clk.Now().Add(time.Hour), "member"))
+	f.Add("expired", keystonetest.Token("u1", "p1", clk.Now().Add(-time.Minute), "member"))
 	for _, tc := range []struct {
 		name string
 		r    *http.Request
@@ -255,45 +262,45 @@ func TestKeystoneErrors(t *testing.T) {
 			t.Errorf("%s: %+v, %v; want %v", tc.name, id, err, tc.want)
 		}
 	}
-	f.setDown(true)
+	f.SetDown(true)
 	if id, err := k.Authenticate(request("new-while-down")); id != nil || !errs.Is(err, errs.Unavailable) {
 		t.Errorf("Keystone down: %+v, %v; want Unavailable", id, err)
 	}
 	if _, err := k.Authenticate(request("good")); err != nil {
 		t.Errorf("cached good token while Keystone is down: %v, want served from the cache", err)
 	}
-	f.add("good2", tokenDoc("u1", "p1", clk.Now().Add(time.Hour), "member"))
+	f.Add("good2", keystonetest.Token("u1", "p1", clk.Now().Add(time.Hour), "member"))
 	if _, err := k.Authenticate(request("good2")); !errs.Is(err, errs.Unavailable) {
 		t.Errorf("uncached good token while down: %v, want Unavailable", err)
 	}
-	f.setDown(false)
-	f.add("new-while-down", tokenDoc("u2", "p2", clk.Now().Add(time.Hour), "member"))
+	f.SetDown(false)
+	f.Add("new-while-down", keystonetest.Token("u2", "p2", clk.Now().Add(time.Hour), "member"))
 	if _, err := k.Authenticate(request("new-while-down")); err != nil {
 		t.Errorf("after recovery: %v (an outage must not be cached)", err)
 	}
 }
 
 func TestKeystoneDownAtFirstUse(t *testing.T) {
-	f := newFakeKeystone(t)
+	f := newFake(t)
 	k, clk := newTestKeystone(t, f, nil)
-	f.add("good", tokenDoc("u1", "p1", clk.Now().Add(time.Hour), "member"))
-	f.setDown(true)
+	f.Add("good", keystonetest.Token("u1", "p1", clk.Now().Add(time.Hour), "member"))
+	f.SetDown(true)
 	if _, err := k.Authenticate(request("good")); !errs.Is(err, errs.Unavailable) {
 		t.Fatalf("service login impossible: %v, want Unavailable", err)
 	}
-	f.setDown(false)
+	f.SetDown(false)
 	if _, err := k.Authenticate(request("good")); err != nil {
 		t.Fatalf("after recovery: %v", err)
 	}
 }
 
 func TestKeystoneServiceToken(t *testing.T) {
-	f := newFakeKeystone(t)
+	f := newFake(t)
 	k, clk := newTestKeystone(t, f, nil)
 	exp := clk.Now().Add(time.Hour)
-	f.add("user", tokenDoc("u1", "p1", exp, "member"))
-	f.add("nova", tokenDoc("nova-user", "service-project", exp, "service", "admin"))
-	f.add("plain", tokenDoc("u3", "p3", exp, "member"))
+	f.Add("user", keystonetest.Token("u1", "p1", exp, "member"))
+	f.Add("nova", keystonetest.Token("nova-user", "service-project", exp, "service", "admin"))
+	f.Add("plain", keystonetest.Token("u3", "p3", exp, "member"))
 	id, err := k.Authenticate(request("user", "X-Service-Token", "nova"))
 	if err != nil {
 		t.Fatal(err)
@@ -314,15 +321,15 @@ func TestKeystoneServiceToken(t *testing.T) {
 }
 
 func TestKeystoneSystemAndDomainScope(t *testing.T) {
-	f := newFakeKeystone(t)
+	f := newFake(t)
 	k, clk := newTestKeystone(t, f, nil)
-	sys := tokenDoc("admin", "", clk.Now().Add(time.Hour), "admin")
+	sys := keystonetest.Token("admin", "", clk.Now().Add(time.Hour), "admin")
 	sys["system"] = map[string]any{"all": true}
-	f.add("system", sys)
-	dom := tokenDoc("dadmin", "", clk.Now().Add(time.Hour), "admin")
+	f.Add("system", sys)
+	dom := keystonetest.Token("dadmin", "", clk.Now().Add(time.Hour), "admin")
 	dom["domain"] = map[string]any{"id": "d1", "name": "D1"}
 	dom["is_admin_project"] = false
-	f.add("domain", dom)
+	f.Add("domain", dom)
 	if id, err := k.Authenticate(request("system")); err != nil || id.SystemScope != "all" || id.ProjectID != "" || !id.IsSystem() {
 		t.Errorf("system token: %+v, %v", id, err)
 	}
@@ -332,17 +339,16 @@ func TestKeystoneSystemAndDomainScope(t *testing.T) {
 }
 
 func TestKeystoneSingleFlight(t *testing.T) {
-	f := newFakeKeystone(t)
+	f := newFake(t)
 	k, clk := newTestKeystone(t, f, nil)
-	f.add("new", tokenDoc("u1", "p1", clk.Now().Add(time.Hour), "member"))
+	f.Add("new", keystonetest.Token("u1", "p1", clk.Now().Add(time.Hour), "member"))
 	// Log the service user in first so that only validations are gated.
-	f.add("warm", tokenDoc("u0", "p0", clk.Now().Add(time.Hour), "member"))
+	f.Add("warm", keystonetest.Token("u0", "p0", clk.Now().Add(time.Hour), "member"))
 	if _, err := k.Authenticate(request("warm")); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	f.gate, f.entered = make(chan struct{}), make(chan struct{}, 16)
-	f.mu.Unlock()
+	entered, release := f.Hold()
+	defer release()
 	const n = 10
 	var wg sync.WaitGroup
 	errsC := make(chan error, n)
@@ -353,7 +359,7 @@ func TestKeystoneSingleFlight(t *testing.T) {
 		})
 	}
 	select {
-	case <-f.entered:
+	case <-entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no validation reached Keystone")
 	}
@@ -366,7 +372,7 @@ func TestKeystoneSingleFlight(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	close(f.gate)
+	release()
 	wg.Wait()
 	close(errsC)
 	for err := range errsC {
@@ -374,31 +380,30 @@ func TestKeystoneSingleFlight(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if got := f.validates.Load(); got != 2 { // warm + one for the 10
+	if got := f.Validations(); got != 2 { // warm + one for the 10
 		t.Errorf("%d Keystone validations for 10 concurrent requests with one new token, want 1", got-1)
 	}
 }
 
 func TestKeystoneWaiterCancelled(t *testing.T) {
-	f := newFakeKeystone(t)
+	f := newFake(t)
 	k, clk := newTestKeystone(t, f, nil)
-	f.add("warm", tokenDoc("u0", "p0", clk.Now().Add(time.Hour), "member"))
-	f.add("slow", tokenDoc("u1", "p1", clk.Now().Add(time.Hour), "member"))
+	f.Add("warm", keystonetest.Token("u0", "p0", clk.Now().Add(time.Hour), "member"))
+	f.Add("slow", keystonetest.Token("u1", "p1", clk.Now().Add(time.Hour), "member"))
 	if _, err := k.Authenticate(request("warm")); err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	f.gate, f.entered = make(chan struct{}), make(chan struct{}, 4)
-	f.mu.Unlock()
+	entered, release := f.Hold()
+	defer release()
 	first := make(chan error, 1)
 	go func() { _, err := k.Authenticate(request("slow")); first <- err }()
-	<-f.entered
+	<-entered
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := k.Authenticate(request("slow").WithContext(ctx)); !errs.Is(err, errs.Unavailable) {
 		t.Errorf("cancelled waiter: %v, want Unavailable", err)
 	}
-	close(f.gate)
+	release()
 	if err := <-first; err != nil {
 		t.Errorf("the first caller: %v", err)
 	}
