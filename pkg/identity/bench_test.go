@@ -14,7 +14,7 @@ import (
 func benchKeystone(b *testing.B) (*Keystone, *keystonetest.Server) {
 	f := keystonetest.New()
 	b.Cleanup(f.Close)
-	f.AcceptPrefix("tok-")
+	f.AcceptPrefix("tok-", "member", "reader")
 	k, err := NewKeystone(config.KeystoneAuthtoken{
 		AuthURL: f.AuthURL(), AuthType: "password", Username: "svc", Password: "pw", ProjectName: "service",
 		UserDomainName: "Default", ProjectDomainName: "Default", Interface: "internal",

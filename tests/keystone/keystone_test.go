@@ -274,7 +274,7 @@ func newServer(t *testing.T, k *Keystone) http.Handler {
 	return s.Handler()
 }
 
-func loadConfig(t *testing.T, dir, conf string) *config.Config {
+func loadConfig(t testing.TB, dir, conf string) *config.Config {
 	t.Helper()
 	for _, kv := range os.Environ() {
 		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "LEASEHOLD_") && name != EnvRequireKeystone {

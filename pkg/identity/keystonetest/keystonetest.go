@@ -31,6 +31,7 @@ type Server struct {
 	// (user and project named after the token), for benchmarks with
 	// thousands of distinct tokens.
 	acceptPrefix string
+	acceptRoles  []string
 	down         bool
 	gate         chan struct{}
 	entered      chan struct{}
@@ -73,11 +74,11 @@ func (s *Server) Add(tok string, doc map[string]any) {
 }
 
 // AcceptPrefix makes every token starting with prefix valid: user and
-// project are the token, roles member and reader, expiry in an hour.
-func (s *Server) AcceptPrefix(prefix string) {
+// project are the token, with roles, expiring in an hour.
+func (s *Server) AcceptPrefix(prefix string, roles ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.acceptPrefix = prefix
+	s.acceptPrefix, s.acceptRoles = prefix, roles
 }
 
 // Revoke makes tok invalid (404).
@@ -153,7 +154,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_, svcOK := s.tokens[r.Header.Get("X-Auth-Token")]
 		doc, ok := s.tokens[subject]
 		if !ok && s.acceptPrefix != "" && strings.HasPrefix(subject, s.acceptPrefix) {
-			doc, ok = Token(subject, subject, time.Now().Add(time.Hour), "member", "reader"), true
+			doc, ok = Token(subject, subject, time.Now().Add(time.Hour), s.acceptRoles...), true
 		}
 		s.mu.Unlock()
 		if !svcOK {
