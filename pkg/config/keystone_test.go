@@ -121,3 +121,19 @@ func TestKeystoneAuthtokenInvalidValues(t *testing.T) {
 		}
 	}
 }
+
+// TestSamplesKeystoneAuthtoken: both shipped samples carry a complete
+// [keystone_authtoken] (TestSamples checks that they agree).
+func TestSamplesKeystoneAuthtoken(t *testing.T) {
+	cleanEnv(t)
+	for _, name := range []string{"leasehold.conf.sample", "leasehold.yaml.sample"} {
+		c := mustLoad(t, "--config", sample(t, name))
+		k := c.KeystoneAuthtoken
+		if err := k.Check(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if k.Username != "blazar" || k.TokenCacheTime != 300 || !cmp.Equal(k.ServiceTokenRoles, []string{"service"}) {
+			t.Errorf("%s: [keystone_authtoken] %+v", name, k)
+		}
+	}
+}
