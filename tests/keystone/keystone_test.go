@@ -3,6 +3,7 @@ package keystone_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -420,4 +421,47 @@ func TestStartRefusedWithoutOptions(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "never.db")); err == nil {
 		t.Error("the database was opened before the auth configuration was checked")
 	}
+}
+
+// TestNoAuthWarnsOffLoopback: a noauth server whose listener other
+// machines can reach says so in its log at start; on loopback it does not.
+func TestNoAuthWarnsOffLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		warn   bool
+	}{
+		{"127.0.0.1:0", false},
+		{"0.0.0.0:0", true},
+		{":0", true},
+	} {
+		var buf strings.Builder
+		var mu sync.Mutex
+		prev := slog.Default()
+		slog.SetDefault(slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil)))
+		dir := t.TempDir()
+		conf := "[api]\nauth_strategy = noauth\n[DEFAULT]\nlisten = " + tc.listen + "\n[database]\nconnection = sqlite:///" + filepath.Join(dir, "lh.db") + "\n"
+		s, err := server.New(context.Background(), loadConfig(t, dir, conf))
+		slog.SetDefault(prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = s.DB().Close()
+		mu.Lock()
+		logged := buf.String()
+		mu.Unlock()
+		if got := strings.Contains(logged, "auth_strategy is noauth on a listener other machines can reach"); got != tc.warn {
+			t.Errorf("listen %s: warning logged = %v, want %v\n%s", tc.listen, got, tc.warn, logged)
+		}
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
