@@ -8,9 +8,11 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/pkg/identity"
 	"github.com/leasehold/leasehold/pkg/identity/keystonetest"
 	"github.com/leasehold/leasehold/pkg/server"
 )
@@ -90,4 +92,42 @@ func BenchmarkGetProvider(b *testing.B) {
 			b.Errorf("%d Keystone calls for cached tokens, want 0", n)
 		}
 	})
+}
+
+// BenchmarkRealKeystoneCallsPerToken sends each new token (issued by the
+// real Keystone, outside the timer) from 10 concurrent clients at once
+// and reports the Keystone validations per distinct token (target 1);
+// ns/op is then the wait of those 10 clients for one real validation.
+// Run it with a small -benchtime such as 10x: each token costs Keystone
+// a password login.
+func BenchmarkRealKeystoneCallsPerToken(b *testing.B) {
+	k := RequireKeystone(b)
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+	b.Cleanup(func() { slog.SetDefault(prev) })
+	ct := &countingTransport{next: http.DefaultTransport}
+	v, err := identity.NewKeystone(authtoken(k), identity.Options{HTTPClient: &http.Client{Transport: ct, Timeout: 30 * time.Second}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := v.Authenticate(req(k.MustIssue(b, "demo", k.DemoPassword, "demo"))); err != nil {
+		b.Fatal(err)
+	}
+	before, n := ct.validations.Load(), 0
+	for b.Loop() {
+		b.StopTimer()
+		tok := k.MustIssue(b, "demo", k.DemoPassword, "demo")
+		b.StartTimer()
+		n++
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() {
+				if _, err := v.Authenticate(req(tok)); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	b.ReportMetric(float64(ct.validations.Load()-before)/float64(n), "keystone-calls/token")
 }
