@@ -304,7 +304,7 @@ func TestTwoServersNoDoubleBooking(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	codes := map[int]int{}
-	client := &http.Client{Timeout: 2 * time.Minute}
+	client := &http.Client{Timeout: 2 * time.Minute, Transport: AdminHTTP.Transport}
 	for i := range n {
 		wg.Go(func() {
 			base := []string{first, second}[i%2]
