@@ -72,7 +72,7 @@ for db in $DBS; do
   P="http://127.0.0.1:$port"
   extra=()
   if [ -n "${BENCH_PPROF:-}" ]; then extra+=(--pprof-listen "127.0.0.1:$(free_port)"); fi
-  "$BIN" serve --listen 127.0.0.1:0 --placement-listen "127.0.0.1:$port" --database "$url" \
+  "$BIN" serve --listen 127.0.0.1:0 --placement-listen "127.0.0.1:$port" --database "$url" --auth noauth \
     --log-level "${BENCH_LOG_LEVEL:-warn}" "${extra[@]}" >"$WORK/server-$db.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 200); do curl -fsS -o /dev/null "$P/" 2>/dev/null && break; sleep 0.05; done

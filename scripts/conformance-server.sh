@@ -32,7 +32,7 @@ if [ -n "${PLACEMENT_POLICY_MODE:-}" ]; then export LEASEHOLD_PLACEMENT_POLICY_M
 if [ -n "${PLACEMENT_CORS_ALLOWED_ORIGIN:-}" ]; then export LEASEHOLD_CORS_ALLOWED_ORIGIN="$PLACEMENT_CORS_ALLOWED_ORIGIN"; fi
 if [ -n "${PLACEMENT_CORS_ALLOW_HEADERS:-}" ]; then export LEASEHOLD_CORS_ALLOW_HEADERS="$PLACEMENT_CORS_ALLOW_HEADERS"; fi
 
-args=(serve --listen 127.0.0.1:0 --placement-listen "127.0.0.1:$PORT")
+args=(serve --listen 127.0.0.1:0 --placement-listen "127.0.0.1:$PORT" --auth noauth)
 
 case "${CONFORMANCE_DB:-sqlite}" in
   sqlite)

@@ -7,7 +7,7 @@ set -euo pipefail
 BIN="${1:-bin/leasehold}" LISTEN="${2:-127.0.0.1:1234}" PLISTEN="${3:-127.0.0.1:8778}" DATABASE="${4:-sqlite:///leasehold.db}"
 
 t0=$(date +%s%N)
-"$BIN" serve --listen "$LISTEN" --placement-listen "$PLISTEN" --database "$DATABASE" &
+"$BIN" serve --listen "$LISTEN" --placement-listen "$PLISTEN" --database "$DATABASE" --auth noauth &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid' INT TERM
 for _ in $(seq 1 100); do
@@ -17,7 +17,7 @@ for _ in $(seq 1 100); do
 
 leasehold $("$BIN" version | cut -d' ' -f2) is serving after ${ms} ms (database $DATABASE):
   Blazar v1   http://$LISTEN/v1        Placement  http://$LISTEN/placement  and  http://$PLISTEN/
-  Auth is noauth: send X-Auth-Token: admin (or user:project).
+  Auth is noauth: send X-Auth-Token: admin (or user:project); other tokens get 401.
 
   Try it (paste into a shell; README.md has the whole tour):
   pl() { curl -s -H 'X-Auth-Token: admin' -H 'OpenStack-API-Version: placement 1.39' -H 'Content-Type: application/json' "\$@"; echo; }

@@ -27,7 +27,7 @@ import (
 )
 
 const usage = `usage:
-  leasehold serve [--config FILE] [--listen ADDR] [--placement-listen ADDR] [--database URL] [--auth noauth]
+  leasehold serve [--config FILE] [--listen ADDR] [--placement-listen ADDR] [--database URL] [--auth keystone|noauth]
   leasehold db sync [--config FILE] [--database URL]
   leasehold outbox list|retry|discard [flags]
   leasehold iallocator FILE|-

@@ -12,13 +12,13 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/leasehold/leasehold/pkg/auth"
 	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/httpx"
+	"github.com/leasehold/leasehold/pkg/identity"
 	"github.com/leasehold/leasehold/pkg/microversion"
 	"github.com/leasehold/leasehold/pkg/policy"
 )
@@ -100,50 +100,47 @@ func microversionMiddleware(next http.Handler) http.Handler {
 	})
 }
 
-// Authenticator turns request headers into an identity, or refuses.
-// noauth now; Keystone (gophercloud token validation) slots in later.
-type Authenticator interface {
-	Authenticate(r *http.Request) (*auth.Identity, error)
-}
+// Authenticator turns request headers into an identity, or refuses with
+// an *errs.Error (Unauthorized, or Unavailable when the identity service
+// cannot answer): identity.Keystone or NoAuth.
+type Authenticator = identity.Authenticator
 
-// NoAuth is Blazar in noauth mode: with no identity headers the caller is
-// an admin of project "admin"; X-User-Id, X-Project-Id and X-Roles (or a
-// token "user:project") name another caller so multi-tenancy is testable.
+// NoAuth is Blazar in noauth mode, failing closed (identity.NoAuth): token
+// "admin" is the admin of project admin, "user:project" a member of
+// project (X-User-Id, X-Project-Id and X-Roles then rename the caller),
+// and any other token, or none, is refused with 401.
 type NoAuth struct{}
 
 // Authenticate implements Authenticator.
 func (NoAuth) Authenticate(r *http.Request) (*auth.Identity, error) {
-	id := &auth.Identity{UserID: "admin", ProjectID: "admin", Roles: []string{"admin"}}
-	explicit := false
-	if tok := r.Header.Get("X-Auth-Token"); strings.Contains(tok, ":") {
-		u, p, _ := strings.Cut(tok, ":")
-		id.UserID, id.ProjectID, id.Roles, explicit = u, p, nil, true
-	}
-	if u := r.Header.Get("X-User-Id"); u != "" {
-		id.UserID, explicit = u, true
-	}
-	if p := r.Header.Get("X-Project-Id"); p != "" {
-		id.ProjectID, explicit = p, true
-	}
-	if roles, ok := r.Header["X-Roles"]; ok {
-		id.Roles = auth.SplitRoles(strings.Join(roles, ","))
-	} else if explicit {
-		// Another identity without roles is a plain project member.
-		id.Roles = []string{"member", "reader"}
-		if id.UserID == "admin" {
-			id.Roles = []string{"admin"}
-		}
-	}
-	return id, nil
+	return identity.NoAuth{}.Authenticate(r)
 }
 
+// unauthorizedBody is keystonemiddleware's 401 body, which Blazar's
+// clients see in front of every route.
+const unauthorizedBody = `{"error": {"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}}`
+
 func authMiddleware(authn Authenticator, next http.Handler) http.Handler {
+	challenge := ""
+	if c, ok := authn.(identity.Challenger); ok {
+		challenge = c.Challenge()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := authn.Authenticate(r)
-		if err != nil || id == nil {
+		if err == nil && id == nil {
+			err = errs.Unavailablef("The request could not be authenticated.")
+		}
+		if err != nil {
+			if !errs.Is(err, errs.Unauthorized) {
+				RenderError(w, r, err) // Keystone unavailable: 503, never a pass
+				return
+			}
+			if challenge != "" {
+				w.Header().Set("WWW-Authenticate", challenge)
+			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(`{"error": {"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}}`))
+			_, _ = w.Write([]byte(unauthorizedBody))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))

@@ -81,7 +81,7 @@ func runGolden(t *testing.T, h http.Handler, name string, steps []step) {
 			req.Header.Set(k, v)
 		}
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		h.ServeHTTP(rec, withNoAuthToken(req))
 		ex := exchange{Request: st, Status: rec.Code}
 		if b := bytes.TrimSpace(rec.Body.Bytes()); len(b) > 0 {
 			var v any
@@ -231,18 +231,18 @@ func TestFloatingIPsGolden(t *testing.T) {
 	l := hoststest.Lease{ID: "l1", ReservationID: "r1", Start: time.Date(2030, 2, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2030, 2, 2, 0, 0, 0, 0, time.UTC)}
 	hoststest.ReserveFloatingIP(t, d, l, list[0].ID)
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("DELETE", "/floatingips/"+list[0].ID, nil))
+	h.ServeHTTP(rec, withNoAuthToken(httptest.NewRequest("DELETE", "/floatingips/"+list[0].ID, nil)))
 	if want := `{"error_code":409,"error_message":"Cannot delete floating IP ` + list[0].ID + `: it is reserved.","error_name":409}`; rec.Code != 409 || rec.Body.String() != want {
 		t.Fatalf("reserved floating IP: %d %s, want 409 %s", rec.Code, rec.Body, want)
 	}
 	hoststest.Release(t, d, l)
 	rec = httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("DELETE", "/floatingips/"+list[0].ID, nil))
+	h.ServeHTTP(rec, withNoAuthToken(httptest.NewRequest("DELETE", "/floatingips/"+list[0].ID, nil)))
 	if rec.Code != 204 || rec.Body.Len() != 0 {
 		t.Fatalf("delete: %d %q", rec.Code, rec.Body)
 	}
 	rec = httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("DELETE", "/floatingips/"+list[0].ID, nil))
+	h.ServeHTTP(rec, withNoAuthToken(httptest.NewRequest("DELETE", "/floatingips/"+list[0].ID, nil)))
 	if rec.Code != 404 {
 		t.Fatalf("second delete: %d", rec.Code)
 	}

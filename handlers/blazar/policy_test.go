@@ -137,7 +137,9 @@ func TestRouterCarriesPolicy(t *testing.T) {
 			return WriteJSON(w, http.StatusOK, map[string]any{"leases": []any{}})
 		})
 		rec := httptest.NewRecorder()
-		rt.Handler(NoAuth{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/leases", nil))
+		req := httptest.NewRequest(http.MethodGet, "/leases", nil)
+		req.Header.Set("X-Auth-Token", "admin")
+		rt.Handler(NoAuth{}).ServeHTTP(rec, req)
 		if rec.Code != tc.want {
 			t.Errorf("status %d, want %d: %s", rec.Code, tc.want, rec.Body)
 		}

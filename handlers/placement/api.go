@@ -16,6 +16,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/httpx"
+	"github.com/leasehold/leasehold/pkg/identity"
 	"github.com/leasehold/leasehold/pkg/microversion"
 	"github.com/leasehold/leasehold/pkg/placement"
 )
@@ -38,18 +39,33 @@ type API struct {
 	started time.Time
 	mux     *chi.Mux
 	methods map[string][]string // route pattern → methods in declaration order
+	// authn validates tokens (Keystone); nil is Placement's noauth2.
+	authn identity.Authenticator
 }
 
-// New builds the API on svc with the default policy of cfg.PolicyMode.
-func New(svc *placement.Service, cfg config.Placement, corsCfg config.CORS) *API {
-	return NewWithPolicy(svc, cfg, corsCfg, NewPolicy(cfg.PolicyMode))
+// Option configures New.
+type Option func(*API)
+
+// WithPolicy makes the API decide by pol (built from the policy engine
+// and the operator's policy file).
+func WithPolicy(pol *Policy) Option { return func(a *API) { a.policy = pol } }
+
+// WithAuthenticator makes the API authenticate requests with authn
+// (identity.Keystone) instead of noauth2.
+func WithAuthenticator(authn identity.Authenticator) Option {
+	return func(a *API) { a.authn = authn }
 }
 
-// NewWithPolicy builds the API on svc deciding by pol.
-func NewWithPolicy(svc *placement.Service, cfg config.Placement, corsCfg config.CORS, pol *Policy) *API {
+// New builds the API on svc: by default it decides with the built-in
+// policy of cfg.PolicyMode and authenticates with noauth2.
+func New(svc *placement.Service, cfg config.Placement, corsCfg config.CORS, opts ...Option) *API {
+	pol := NewPolicy(cfg.PolicyMode)
 	a := &API{
 		svc: svc, policy: pol, cfg: cfg, cors: corsCfg,
 		started: time.Now().UTC(), mux: chi.NewRouter(), methods: map[string][]string{},
+	}
+	for _, o := range opts {
+		o(a)
 	}
 	a.routes()
 	return a
@@ -203,6 +219,9 @@ func versionHeader(v microversion.Version) []string {
 // "admin" gets the admin role, X-Roles overrides the roles, and
 // OpenStack-System-Scope: all makes the token system-scoped.
 func (a *API) authMiddleware(next http.Handler) http.Handler {
+	if a.authn != nil {
+		return a.tokenAuthMiddleware(next)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" || r.URL.Path == "" {
 			next.ServeHTTP(w, r)
@@ -232,6 +251,46 @@ func (a *API) authMiddleware(next http.Handler) http.Handler {
 		if strings.EqualFold(r.Header.Get("Openstack-System-Scope"), "all") {
 			id.SystemScope = "all"
 			id.ProjectID = ""
+		}
+		next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))
+	})
+}
+
+// keystoneUnauthorizedBody is keystonemiddleware's 401 body: with
+// Keystone, upstream's auth_token middleware answers before Placement's
+// own error handling, so a 401 is not in the API-WG format.
+const keystoneUnauthorizedBody = `{"error": {"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}}`
+
+// tokenAuthMiddleware authenticates every path but the root with
+// a.authn: a refused token is keystonemiddleware's 401 with its
+// WWW-Authenticate challenge, an identity service that cannot answer is
+// a 503 in Placement's error body.
+func (a *API) tokenAuthMiddleware(next http.Handler) http.Handler {
+	challenge := ""
+	if c, ok := a.authn.(identity.Challenger); ok {
+		challenge = c.Challenge()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" || r.URL.Path == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		id, err := a.authn.Authenticate(r)
+		if err == nil && id == nil {
+			err = errOf(errs.Unavailable, "The request could not be authenticated.")
+		}
+		if err != nil {
+			if !errs.Is(err, errs.Unauthorized) {
+				renderError(w, r, err)
+				return
+			}
+			if challenge != "" {
+				w.Header().Set("Www-Authenticate", challenge)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(keystoneUnauthorizedBody))
+			return
 		}
 		next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))
 	})

@@ -16,6 +16,25 @@ type Identity struct {
 	Roles     []string
 	// SystemScope is "all" when the token is system-scoped.
 	SystemScope string
+
+	// Names and domains, as Keystone's token shows them (empty in noauth).
+	UserName          string
+	UserDomainID      string
+	UserDomainName    string
+	ProjectName       string
+	ProjectDomainID   string
+	ProjectDomainName string
+	// DomainID and DomainName are set for a domain-scoped token.
+	DomainID   string
+	DomainName string
+	// IsAdminProject is Keystone's is_admin_project (true when Keystone
+	// does not say, as oslo.context assumes).
+	IsAdminProject bool
+	// ServiceUserID, ServiceProjectID and ServiceRoles come from a valid
+	// X-Service-Token that carries one of the configured service roles.
+	ServiceUserID    string
+	ServiceProjectID string
+	ServiceRoles     []string
 }
 
 // HasRole reports whether the identity holds role (case-insensitive, as

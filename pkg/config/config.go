@@ -24,7 +24,8 @@ type Config struct {
 	PlacementListen string `mapstructure:"placement_listen"`
 	// Database is an oslo-style URL (sqlite:///path.db, mysql+pymysql://…).
 	Database string `mapstructure:"database"`
-	// Auth is the auth strategy: "noauth" (alias "noauth2") for now.
+	// Auth is the auth strategy: "keystone" or "noauth" (alias
+	// "noauth2"), from --auth, LEASEHOLD_AUTH or [api] auth_strategy.
 	Auth string `mapstructure:"auth"`
 	// AutoMigrate runs the schema migrations when serve starts.
 	AutoMigrate bool `mapstructure:"auto_migrate"`
@@ -37,6 +38,8 @@ type Config struct {
 	Placement  Placement  `mapstructure:"placement"`
 	CORS       CORS       `mapstructure:"cors"`
 	OsloPolicy OsloPolicy `mapstructure:"oslo_policy"`
+	// KeystoneAuthtoken is used when Auth is "keystone" (see keystone.go).
+	KeystoneAuthtoken KeystoneAuthtoken `mapstructure:"keystone_authtoken"`
 	// Blazar holds blazar.conf's lease settings (see blazar.go).
 	Blazar Blazar `mapstructure:",squash"`
 }
@@ -132,7 +135,7 @@ func Flags(fs *pflag.FlagSet) {
 	fs.String("listen", defaults["listen"].(string), "main listener address (port 0 picks a free port)")
 	fs.String("placement-listen", "", "optional second listener serving Placement at its root")
 	fs.String("database", defaults["database"].(string), "database URL: sqlite:///path.db or mysql+pymysql://user:pw@host:port/db")
-	fs.String("auth", defaults["auth"].(string), "auth strategy: noauth")
+	fs.String("auth", defaults["auth"].(string), "auth strategy: keystone or noauth")
 	fs.Bool("auto-migrate", true, "run database migrations at start")
 	fs.String("log-level", "info", "log level: debug, info, warn, error")
 	fs.String("log-format", "text", "log format: text or json")
@@ -191,11 +194,8 @@ func Load(fs *pflag.FlagSet) (*Config, error) {
 }
 
 func (c *Config) validate() error {
-	switch c.Auth {
-	case "noauth", "noauth2":
-		c.Auth = "noauth"
-	default:
-		return fmt.Errorf("config: auth %q is not supported (supported: noauth)", c.Auth)
+	if err := c.normalizeAuth(); err != nil {
+		return err
 	}
 	switch c.Placement.PolicyMode {
 	case "legacy", "secure", "open":

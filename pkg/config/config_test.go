@@ -236,7 +236,7 @@ func TestInvalid(t *testing.T) {
 		wantErr string
 	}{
 		{name: "policy mode", env: map[string]string{"LEASEHOLD_PLACEMENT_POLICY_MODE": "strict"}, wantErr: "policy_mode"},
-		{name: "auth", args: []string{"--auth", "keystone"}, wantErr: `auth "keystone" is not supported`},
+		{name: "auth", args: []string{"--auth", "kerberos"}, wantErr: `auth "kerberos" is not supported`},
 		{name: "negative search cap", env: map[string]string{"LEASEHOLD_PLACEMENT_ALLOCATION_CANDIDATES_SEARCH_CAP": "-5"}, wantErr: "allocation_candidates_search_cap -5"},
 		{name: "log format", args: []string{"--log-format", "xml"}, wantErr: "log_format"},
 		{name: "empty listen", args: []string{"--listen", ""}, wantErr: "listen must not be empty"},

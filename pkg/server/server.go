@@ -20,6 +20,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/httpx"
+	"github.com/leasehold/leasehold/pkg/identity"
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/pkg/policy"
@@ -67,6 +68,22 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Identity first: a keystone configuration missing options refuses
+	// to start before anything is opened. One validator (one token
+	// cache) serves both APIs.
+	var v1Auth blazarapi.Authenticator = blazarapi.NoAuth{}
+	var placementOpts []placementapi.Option
+	if cfg.Auth == config.AuthKeystone {
+		ks, err := identity.NewKeystone(cfg.KeystoneAuthtoken, identity.Options{})
+		if err != nil {
+			return nil, err
+		}
+		v1Auth = ks
+		placementOpts = append(placementOpts, placementapi.WithAuthenticator(ks))
+	} else {
+		warnNoAuthExposed(cfg)
+	}
+
 	// Policy: one enforcer per API from [oslo_policy] and the policy
 	// file, before anything is opened (a broken file stops start-up).
 	blazarPolicy, placementPolicy, err := buildPolicy(cfg)
@@ -94,7 +111,8 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		IncompleteConsumerProjectID: cfg.Placement.IncompleteConsumerProjectID,
 		IncompleteConsumerUserID:    cfg.Placement.IncompleteConsumerUserID,
 	})
-	papi := placementapi.NewWithPolicy(psvc, cfg.Placement, cfg.CORS, placementapi.PolicyFor(placementPolicy))
+	placementOpts = append(placementOpts, placementapi.WithPolicy(placementapi.PolicyFor(placementPolicy)))
+	papi := placementapi.New(psvc, cfg.Placement, cfg.CORS, placementOpts...)
 
 	// The compute service the reserved hosts run in.
 	drv := standalone.New(slog.Default())
@@ -132,7 +150,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	blazarapi.RegisterLeases(rt, s.Leases)
 	blazarapi.RegisterHosts(rt, s.Hosts)
 	blazarapi.RegisterFloatingIPs(rt, s.Hosts)
-	v1 := http.StripPrefix("/v1", rt.Handler(blazarapi.NoAuth{}))
+	v1 := http.StripPrefix("/v1", rt.Handler(v1Auth))
 	mounted := papi.Mount("/placement")
 	s.placement = wrap(papi.Handler())
 	s.main = wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -173,6 +191,16 @@ func buildPolicy(cfg *config.Config) (blazarEnf, placementEnf *policy.Enforcer, 
 		return nil, nil, err
 	}
 	return blazarEnf, placementEnf, nil
+}
+
+// warnNoAuthExposed logs a warning for every listener of a noauth server
+// that other machines can reach: there, anyone can act as admin.
+func warnNoAuthExposed(cfg *config.Config) {
+	for _, addr := range []string{cfg.Listen, cfg.PlacementListen} {
+		if addr != "" && !identity.IsLoopback(addr) {
+			slog.Warn("auth_strategy is noauth on a listener other machines can reach: anyone sending X-Auth-Token: admin is an admin; use auth_strategy = keystone", "listen", addr)
+		}
+	}
 }
 
 // eventsConfig is the lease event manager's configuration.

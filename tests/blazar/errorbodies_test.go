@@ -537,7 +537,7 @@ func TestErrorBodiesGolden(t *testing.T) {
 		t.Skip("starts a server")
 	}
 	srv := StartServer(t)
-	client := &http.Client{Timeout: 30 * time.Second}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: AdminHTTP.Transport}
 	cases := errorBodyCases()
 	vars := map[string]string{}
 	var got []string

@@ -22,9 +22,12 @@
 // This file owns the package's TestMain (it removes the built binary);
 // other test files here must not define one.
 //
-// The clients run in keystoneauth's noauth mode: OS_AUTH_TYPE=none and
-// OS_ENDPOINT=<server>/v1 (the token sent is "notused", which Leasehold's
-// noauth treats as the admin of project admin).
+// The server runs with --auth noauth and the clients with keystoneauth's
+// admin_token plugin: OS_AUTH_TYPE=admin_token, OS_TOKEN=admin and
+// OS_ENDPOINT=<server>/v1, so they send the token "admin", which noauth
+// takes as the admin of project admin (any other token but "user:project"
+// is refused). Direct HTTP calls go through AdminHTTP, which sends the
+// same token.
 package blazar_test
 
 import (
@@ -44,6 +47,20 @@ import (
 
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 )
+
+// AdminHTTP is an HTTP client whose requests carry the noauth admin
+// token unless they set X-Auth-Token themselves.
+var AdminHTTP = &http.Client{Transport: adminToken{http.DefaultTransport}}
+
+type adminToken struct{ next http.RoundTripper }
+
+func (a adminToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("X-Auth-Token") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("X-Auth-Token", "admin")
+	}
+	return a.next.RoundTrip(r)
+}
 
 // EnvRequireClients makes missing client CLIs a test failure.
 const EnvRequireClients = "LEASEHOLD_REQUIRE_CLIENTS"
@@ -127,7 +144,7 @@ func StartServer(t testing.TB) *Server {
 func StartServerOn(t testing.TB, dbURL string) *Server {
 	t.Helper()
 	bin := leaseholdBinary(t)
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--database", dbURL, "--log-format", "text", "--log-level", "info")
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--database", dbURL, "--auth", "noauth", "--log-format", "text", "--log-level", "info")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +219,7 @@ func (s *Server) Log() string {
 }
 
 // Env is the environment the clients run with: the caller's, minus any
-// OS_* variable, plus noauth settings for this server.
+// OS_* variable, plus the noauth admin token and this server's endpoint.
 func (s *Server) Env() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -210,7 +227,7 @@ func (s *Server) Env() []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "OS_AUTH_TYPE=none", "OS_ENDPOINT="+s.Endpoint, "PYTHONWARNINGS=ignore", "COLUMNS=200")
+	return append(env, "OS_AUTH_TYPE=admin_token", "OS_TOKEN=admin", "OS_ENDPOINT="+s.Endpoint, "PYTHONWARNINGS=ignore", "COLUMNS=200")
 }
 
 // Run runs a client CLI and returns its combined output and exit code.

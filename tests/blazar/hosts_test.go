@@ -301,7 +301,7 @@ func TestBlazarCLIReservedResources(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "ERROR: Can't delete host 1. The host is reserved.") {
 		t.Errorf("host-delete of a reserved host: exit %d\n%s", code, out)
 	}
-	resp, err := http.Get(srv.Endpoint + "/os-hosts/allocations")
+	resp, err := AdminHTTP.Get(srv.Endpoint + "/os-hosts/allocations")
 	if err != nil {
 		t.Fatal(err)
 	}

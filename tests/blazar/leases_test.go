@@ -46,7 +46,7 @@ func wantFail(t *testing.T, srv *Server, want string, cli string, args ...string
 // apiLease GETs a lease over HTTP as the admin.
 func apiLease(t *testing.T, srv *Server, id string) map[string]any {
 	t.Helper()
-	resp, err := http.Get(srv.Endpoint + "/leases/" + id)
+	resp, err := AdminHTTP.Get(srv.Endpoint + "/leases/" + id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestOpenStackCLILeases(t *testing.T) {
 // startServerOn starts another `leasehold serve` on an existing database.
 func startServerOn(t *testing.T, dbURL string) string {
 	t.Helper()
-	cmd := exec.Command(leaseholdBinary(t), "serve", "--listen", "127.0.0.1:0", "--database", dbURL, "--log-format", "text", "--log-level", "info")
+	cmd := exec.Command(leaseholdBinary(t), "serve", "--listen", "127.0.0.1:0", "--database", dbURL, "--auth", "noauth", "--log-format", "text", "--log-level", "info")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +294,7 @@ func TestTwoServersNoDoubleBooking(t *testing.T) {
 	first := startServerOn(t, dbURL) // migrates
 	second := startServerOn(t, dbURL)
 	for i := 1; i <= 10; i++ {
-		resp, err := http.Post(first+"/v1/os-hosts", "application/json", strings.NewReader(fmt.Sprintf(`{"name": "compute-%d"}`, i)))
+		resp, err := AdminHTTP.Post(first+"/v1/os-hosts", "application/json", strings.NewReader(fmt.Sprintf(`{"name": "compute-%d"}`, i)))
 		if err != nil || resp.StatusCode != 201 {
 			t.Fatalf("host %d: %v %v", i, resp, err)
 		}
@@ -304,7 +304,7 @@ func TestTwoServersNoDoubleBooking(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	codes := map[int]int{}
-	client := &http.Client{Timeout: 2 * time.Minute}
+	client := &http.Client{Timeout: 2 * time.Minute, Transport: AdminHTTP.Transport}
 	for i := range n {
 		wg.Go(func() {
 			base := []string{first, second}[i%2]
