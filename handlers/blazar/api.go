@@ -116,10 +116,6 @@ func (NoAuth) Authenticate(r *http.Request) (*auth.Identity, error) {
 	return identity.NoAuth{}.Authenticate(r)
 }
 
-// unauthorizedBody is keystonemiddleware's 401 body, which Blazar's
-// clients see in front of every route.
-const unauthorizedBody = `{"error": {"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}}`
-
 func authMiddleware(authn Authenticator, next http.Handler) http.Handler {
 	challenge := ""
 	if c, ok := authn.(identity.Challenger); ok {
@@ -135,12 +131,7 @@ func authMiddleware(authn Authenticator, next http.Handler) http.Handler {
 				RenderError(w, r, err) // Keystone unavailable: 503, never a pass
 				return
 			}
-			if challenge != "" {
-				w.Header().Set("WWW-Authenticate", challenge)
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(unauthorizedBody))
+			httpx.WriteUnauthorized(w, challenge)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasehold/leasehold/pkg/auth"
 	"github.com/leasehold/leasehold/pkg/errs"
+	"github.com/leasehold/leasehold/pkg/httpx"
 )
 
 // withNoAuthToken gives a test request without a token the noauth token
@@ -64,9 +65,9 @@ func TestAuthMiddleware(t *testing.T) {
 	}{
 		{"noauth admin", NoAuth{}, "admin", 204, "", "", "admin"},
 		{"noauth member", NoAuth{}, "u1:p1", 204, "", "", "u1"},
-		{"noauth no token", NoAuth{}, "", 401, unauthorizedBody, "", ""},
-		{"noauth other token", NoAuth{}, "anything-at-all", 401, unauthorizedBody, "", ""},
-		{"keystone refuses", challenging{refuse(errs.Unauthorized)}, "x", 401, unauthorizedBody, `Keystone uri="http://keystone.example/identity"`, ""},
+		{"noauth no token", NoAuth{}, "", 401, httpx.UnauthorizedBody, "", ""},
+		{"noauth other token", NoAuth{}, "anything-at-all", 401, httpx.UnauthorizedBody, "", ""},
+		{"keystone refuses", challenging{refuse(errs.Unauthorized)}, "x", 401, httpx.UnauthorizedBody, `Keystone uri="http://keystone.example/identity"`, ""},
 		{"keystone unavailable", challenging{refuse(errs.Unavailable)}, "x", 503,
 			`{"error_code":503,"error_message":"m","error_name":503}`, "", ""},
 		{"nil identity, nil error", authenticatorFunc(func(*http.Request) (*auth.Identity, error) { return nil, nil }), "x", 503,

@@ -256,11 +256,6 @@ func (a *API) authMiddleware(next http.Handler) http.Handler {
 	})
 }
 
-// keystoneUnauthorizedBody is keystonemiddleware's 401 body: with
-// Keystone, upstream's auth_token middleware answers before Placement's
-// own error handling, so a 401 is not in the API-WG format.
-const keystoneUnauthorizedBody = `{"error": {"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}}`
-
 // tokenAuthMiddleware authenticates every path but the root with
 // a.authn: a refused token is keystonemiddleware's 401 with its
 // WWW-Authenticate challenge, an identity service that cannot answer is
@@ -284,12 +279,7 @@ func (a *API) tokenAuthMiddleware(next http.Handler) http.Handler {
 				renderError(w, r, err)
 				return
 			}
-			if challenge != "" {
-				w.Header().Set("Www-Authenticate", challenge)
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(keystoneUnauthorizedBody))
+			httpx.WriteUnauthorized(w, challenge)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))

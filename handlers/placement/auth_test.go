@@ -10,6 +10,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 	"github.com/leasehold/leasehold/pkg/errs"
+	"github.com/leasehold/leasehold/pkg/httpx"
 	"github.com/leasehold/leasehold/pkg/placement"
 )
 
@@ -44,8 +45,8 @@ func TestTokenAuthMiddleware(t *testing.T) {
 		wantWWWAuth       string
 	}{
 		{"root needs no token", "/", "", 200, `"versions"`, ""},
-		{"no token", "/resource_providers", "", 401, keystoneUnauthorizedBody, `Keystone uri="http://keystone.example/identity"`},
-		{"noauth2 token is not a Keystone token", "/resource_providers", "admin", 401, keystoneUnauthorizedBody, `Keystone uri="http://keystone.example/identity"`},
+		{"no token", "/resource_providers", "", 401, httpx.UnauthorizedBody, `Keystone uri="http://keystone.example/identity"`},
+		{"noauth2 token is not a Keystone token", "/resource_providers", "admin", 401, httpx.UnauthorizedBody, `Keystone uri="http://keystone.example/identity"`},
 		{"valid admin", "/resource_providers", "admin-token", 200, `"resource_providers":[]`, ""},
 		{"valid member, legacy policy", "/resource_providers", "member-token", 403, `"errors"`, ""},
 		{"identity service down", "/resource_providers", "down", 503, `"errors":[{"status":503`, ""},

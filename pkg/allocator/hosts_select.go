@@ -131,18 +131,7 @@ func pickHosts(hosts []Host, cands []hostCand, doms []int32, nDoms, n int) []hos
 		// Keep the n best in an insertion-sorted array.
 		top := make([]hostCand, 0, n+1)
 		for i := range cands {
-			c := &cands[i]
-			if len(top) == n && !candLess(hosts, c, &top[n-1]) {
-				continue
-			}
-			k := len(top)
-			for k > 0 && candLess(hosts, c, &top[k-1]) {
-				k--
-			}
-			top = slices.Insert(top, k, *c)
-			if len(top) > n {
-				top = top[:n]
-			}
+			top = keepBest(hosts, top, &cands[i], n)
 		}
 		return top
 	}
@@ -247,18 +236,7 @@ func preselect(hosts []Host, cands []hostCand, doms []int32, n int) []hostCand {
 			order = append(order, k)
 			top = make([]hostCand, 0, n+1)
 		}
-		if len(top) == n && !candLess(hosts, c, &top[n-1]) {
-			continue
-		}
-		p := len(top)
-		for p > 0 && candLess(hosts, c, &top[p-1]) {
-			p--
-		}
-		top = slices.Insert(top, p, *c)
-		if len(top) > n {
-			top = top[:n]
-		}
-		groups[k] = top
+		groups[k] = keepBest(hosts, top, c, n)
 	}
 	for _, k := range order {
 		out = append(out, groups[k]...)
