@@ -33,19 +33,20 @@ func Instrument(api, prefix string, obs RequestObserver, now func() time.Time) f
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := now()
-			rctx := chi.NewRouteContext()
-			fixed := new(string)
-			ctx := context.WithValue(context.WithValue(r.Context(), chi.RouteCtxKey, rctx), routeKey{}, fixed)
-			rec := &StatusRecorder{ResponseWriter: w}
-			next.ServeHTTP(rec, r.WithContext(ctx))
-			status := rec.Status
+			// One allocation carries the routing context, SetRoute's
+			// slot and the status recorder.
+			st := &instrumented{Context: r.Context(), rec: StatusRecorder{ResponseWriter: w}}
+			st.rctx.URLParams.Keys, st.rctx.URLParams.Values = st.keys[:0], st.values[:0]
+			st.rctx.RoutePatterns = st.patterns[:0]
+			next.ServeHTTP(&st.rec, r.WithContext(st))
+			status := st.rec.Status
 			if status == 0 {
 				status = http.StatusOK
 			}
 			route := UnmatchedRoute
-			if *fixed != "" {
-				route = *fixed
-			} else if p := rctx.RoutePattern(); p != "" {
+			if st.fixed != "" {
+				route = st.fixed
+			} else if p := st.rctx.RoutePattern(); p != "" {
 				route = prefix + p
 			}
 			obs(api, route, method(r.Method), status, now().Sub(start))
@@ -53,16 +54,40 @@ func Instrument(api, prefix string, obs RequestObserver, now func() time.Time) f
 	}
 }
 
-// routeKey holds, in a request Instrument serves, where SetRoute writes.
+// instrumented is the context of a request Instrument serves: its parent
+// plus chi's routing context and the route SetRoute names.
+type instrumented struct {
+	context.Context
+	rctx  chi.Context
+	fixed string
+	rec   StatusRecorder
+	// Room for the routing context's usual few parameters and patterns
+	// (chi's own pooled context reuses its slices; a fresh one would
+	// grow each from nil).
+	keys, values, patterns [4]string
+}
+
+// routeKey finds the instrumented context for SetRoute.
 type routeKey struct{}
 
+// Value implements context.Context.
+func (c *instrumented) Value(key any) any {
+	switch key {
+	case chi.RouteCtxKey:
+		return &c.rctx
+	case routeKey{}:
+		return c
+	}
+	return c.Context.Value(key)
+}
+
 // SetRoute names the route of a request served outside a chi router (the
-// version document, the metrics page) for Instrument; it is reported
-// as given, without Instrument's prefix. route must be a
-// constant, never something taken from the request.
+// version document, the metrics page) for Instrument; it is reported as
+// given, without Instrument's prefix. route must be a constant, never
+// something taken from the request.
 func SetRoute(r *http.Request, route string) {
-	if p, ok := r.Context().Value(routeKey{}).(*string); ok {
-		*p = route
+	if c, ok := r.Context().Value(routeKey{}).(*instrumented); ok {
+		c.fixed = route
 	}
 }
 
