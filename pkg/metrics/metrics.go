@@ -51,6 +51,8 @@ type Metrics struct {
 	// Outbox handler runs, and of them those that failed and will run
 	// again (retries) or failed for good (failures).
 	outboxRuns, outboxRetries, outboxFailures prometheus.Counter
+	// The cost of each allocation candidates search.
+	candidates, candidateSteps prometheus.Histogram
 }
 
 // Request duration buckets: Leasehold answers most requests in well under
@@ -61,6 +63,10 @@ var durationBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 // Event lag buckets: on time is well under a second; a stopped manager
 // or a blocked lease makes minutes or hours.
 var lagBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600}
+
+// Search cost buckets: 1, 4, 16, … 4^12 ≈ 16.8M (16 × the default
+// search cap of one million).
+var costBuckets = prometheus.ExponentialBuckets(1, 4, 13)
 
 // New builds the registry with every Leasehold collector, the Go runtime
 // and process collectors, and (with cfg.DB) the pool statistics and the
@@ -97,9 +103,20 @@ func New(cfg Config) (*Metrics, error) {
 			Namespace: Namespace, Name: "outbox_failures_total",
 			Help: "Outbox action runs that failed for good: the action is FAILED and kept for the operator.",
 		}),
+		candidates: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "allocation_candidates_generated",
+			Help:    "Candidates each GET /allocation_candidates search generated (before limit).",
+			Buckets: costBuckets,
+		}),
+		candidateSteps: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "allocation_candidates_search_steps",
+			Help:    "Partial provider combinations each GET /allocation_candidates search walked (its cost; bounded by allocation_candidates_search_cap).",
+			Buckets: costBuckets,
+		}),
 	}
 	cs := []prometheus.Collector{
 		m.requests, m.duration, m.eventLag, m.outboxRuns, m.outboxRetries, m.outboxFailures,
+		m.candidates, m.candidateSteps,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}
@@ -171,6 +188,12 @@ func (m *Metrics) ObserveOutboxRun(_ string, o outbox.RunOutcome) {
 	case outbox.RunFailed:
 		m.outboxFailures.Inc()
 	}
+}
+
+// ObserveCandidates is the Placement service's ObserveCandidates hook.
+func (m *Metrics) ObserveCandidates(generated, steps int) {
+	m.candidates.Observe(float64(generated))
+	m.candidateSteps.Observe(float64(steps))
 }
 
 // statusCodes holds the status label of every valid HTTP code, so a

@@ -181,6 +181,8 @@ func TestObservers(t *testing.T) {
 	m.ObserveRequest("placement", "/resource_providers/{uuid}", "GET", 200, time.Millisecond)
 	m.ObserveRequest("placement", "/resource_providers/{uuid}", "GET", 404, time.Millisecond)
 	m.ObserveRequest("blazar", "unmatched", "other", 999, time.Millisecond)
+	m.ObserveCandidates(1000, 5000)
+	m.ObserveCandidates(0, 3)
 
 	got := gather(t, m.Registry())
 	tests := []struct {
@@ -191,6 +193,8 @@ func TestObservers(t *testing.T) {
 		{"leasehold_outbox_runs_total", map[string]float64{"": 6}},
 		{"leasehold_outbox_retries_total", map[string]float64{"": 3}},
 		{"leasehold_outbox_failures_total", map[string]float64{"": 1}},
+		{"leasehold_allocation_candidates_generated", map[string]float64{"": 2}},
+		{"leasehold_allocation_candidates_search_steps", map[string]float64{"": 2}},
 		{"leasehold_http_requests_total", map[string]float64{
 			"api=placement,method=GET,route=/resource_providers/{uuid},status=200": 2,
 			"api=placement,method=GET,route=/resource_providers/{uuid},status=404": 1,

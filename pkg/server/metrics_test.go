@@ -91,6 +91,9 @@ func TestMetricsListener(t *testing.T) {
 	for _, u := range []string{main + "/v1/leases", main + "/", main + "/versions", plc + "/"} {
 		get(t, u, tok...)
 	}
+	if st := get(t, plc+"/allocation_candidates?resources=VCPU:1", "X-Auth-Token", "admin", "OpenStack-API-Version", "placement 1.10"); st != http.StatusOK {
+		t.Errorf("GET /allocation_candidates = %d", st)
+	}
 	if st := get(t, main+"/metrics"); st != http.StatusNotFound {
 		t.Errorf("GET /metrics on the main listener with on_main off = %d, want 404", st)
 	}
@@ -133,11 +136,12 @@ func TestMetricsListener(t *testing.T) {
 		"blazar / GET 300":                             1,
 		"blazar /versions GET 300":                     1,
 		"placement / GET 200":                          1,
+		"placement /allocation_candidates GET 200":     1,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("leasehold_http_requests_total (-want +got):\n%s", diff)
 	}
-	if len(routes) > 6 {
+	if len(routes) > 7 {
 		t.Errorf("%d route labels after 400 requests over 100 ids: %v", len(routes), routes)
 	}
 	if d := mfs["leasehold_http_request_duration_seconds"]; d == nil || len(d.GetMetric()) != len(reqs.GetMetric()) {
@@ -162,6 +166,11 @@ func TestMetricsListener(t *testing.T) {
 	var names []string
 	for n := range mfs {
 		names = append(names, n)
+	}
+	for _, n := range []string{"leasehold_allocation_candidates_generated", "leasehold_allocation_candidates_search_steps"} {
+		if h := mfs[n]; h == nil || h.GetMetric()[0].GetHistogram().GetSampleCount() != 1 {
+			t.Errorf("%s: want one search observed, have %v", n, h)
+		}
 	}
 	// (The event lag histogram has no series until an event runs.)
 	for _, n := range []string{"leasehold_outbox_runs_total", "leasehold_outbox_retries_total",

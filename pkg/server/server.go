@@ -111,10 +111,14 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	}
 
 	// Placement.
-	psvc := placement.NewService(d, placement.Config{
+	pcfg := placement.Config{
 		IncompleteConsumerProjectID: cfg.Placement.IncompleteConsumerProjectID,
 		IncompleteConsumerUserID:    cfg.Placement.IncompleteConsumerUserID,
-	})
+	}
+	if met != nil {
+		pcfg.ObserveCandidates = met.ObserveCandidates
+	}
+	psvc := placement.NewService(d, pcfg)
 	papi := placementapi.NewWithPolicy(psvc, cfg.Placement, cfg.CORS, placementapi.PolicyFor(placementPolicy))
 
 	// The compute service the reserved hosts run in.
