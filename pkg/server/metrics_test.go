@@ -1,8 +1,11 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -207,5 +210,38 @@ func TestMetricsOnMain(t *testing.T) {
 	}
 	if mfs := scrape(t, u); mfs["go_goroutines"] == nil {
 		t.Error("no go_goroutines on the main listener's /metrics")
+	}
+}
+
+// TestMetricsListenerBusy: a [metrics] listen address that cannot be
+// bound stops Run with an error naming it, and the listeners already
+// bound are closed.
+func TestMetricsListenerBusy(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cfg, err := config.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Database = "sqlite:///" + filepath.Join(t.TempDir(), "t.db")
+	cfg.Listen, cfg.Metrics.Listen = "127.0.0.1:0", busy.Addr().String()
+	s, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.DB().Close() })
+	err = s.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), busy.Addr().String()) || !strings.Contains(err.Error(), "/metrics") {
+		t.Fatalf("Run = %v, want an error naming the metrics address", err)
+	}
+	if len(s.Addrs) == 0 {
+		t.Fatal("the main listener was never bound")
+	}
+	if c, err := net.DialTimeout("tcp", s.Addrs[0], 10*time.Second); err == nil {
+		c.Close()
+		t.Errorf("the main listener %s still accepts after Run failed", s.Addrs[0])
 	}
 }
