@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -243,5 +244,30 @@ func TestMetricsListenerBusy(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", s.Addrs[0], 10*time.Second); err == nil {
 		c.Close()
 		t.Errorf("the main listener %s still accepts after Run failed", s.Addrs[0])
+	}
+}
+
+// TestMetricsOnMainPolicyFile: the policy file reaches
+// leasehold:metrics:get (here: only a monitor role may scrape), and
+// naming it does not disturb either API's enforcer.
+func TestMetricsOnMainPolicyFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(file, []byte("\"leasehold:metrics:get\": \"role:monitor\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServerWith(t, func(c *config.Config) {
+		c.Metrics.OnMain = true
+		c.OsloPolicy.PolicyFile = file
+	})
+	u := "http://" + s.Addrs[0] + "/metrics"
+	monitor := []string{"X-User-Id", "prom", "X-Project-Id", "ops", "X-Roles", "monitor"}
+	if got := get(t, u, monitor...); got != http.StatusOK {
+		t.Errorf("monitor: GET /metrics = %d, want 200", got)
+	}
+	if got := get(t, u, "X-Auth-Token", "admin"); got != http.StatusForbidden {
+		t.Errorf("admin without monitor: GET /metrics = %d, want 403", got)
+	}
+	if got := get(t, "http://"+s.Addrs[0]+"/v1/leases", "X-Auth-Token", "admin"); got != http.StatusOK {
+		t.Errorf("GET /v1/leases as admin = %d with the metrics rule in the policy file", got)
 	}
 }
