@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
 )
 
 type observed struct {
@@ -96,4 +98,30 @@ func TestInstrumentBoundedRoutes(t *testing.T) {
 // TestSetRouteOutsideInstrument is a no-op rather than a panic.
 func TestSetRouteOutsideInstrument(t *testing.T) {
 	SetRoute(httptest.NewRequest("GET", "/", nil), "/x")
+}
+
+// TestInstrumentRouteIsAPattern: whatever path and method a client sends,
+// the route reported is one of the router's patterns (with the prefix)
+// or UnmatchedRoute, and the method one of a fixed few: the label set
+// cannot grow with the input.
+func TestInstrumentRouteIsAPattern(t *testing.T) {
+	allowed := map[string]bool{"/v1/leases/{lease_id}": true, "/v1/leases": true, UnmatchedRoute: true}
+	methods := map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "OPTIONS": true, "other": true}
+	var route, meth string
+	h := Instrument("blazar", "/v1", func(_, r, m string, _ int, _ time.Duration) { route, meth = r, m }, nil)(testRouter())
+	rapid.Check(t, func(t *rapid.T) {
+		segs := rapid.SliceOfN(rapid.SampledFrom([]string{"leases", "v1", "x", "{lease_id}", "..", "%2F", "", "a.json", "*"}), 0, 5).Draw(t, "segments")
+		path := "/" + strings.Join(segs, "/")
+		m := rapid.SampledFrom([]string{"GET", "POST", "DELETE", "BREW", "PROPFIND"}).Draw(t, "method")
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Method, req.URL.Path, req.URL.RawPath = m, path, ""
+		route, meth = "", ""
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		if !allowed[route] {
+			t.Fatalf("%s %s reported as route %q", m, path, route)
+		}
+		if !methods[meth] {
+			t.Fatalf("method %q reported as %q", m, meth)
+		}
+	})
 }
