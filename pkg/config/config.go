@@ -40,6 +40,7 @@ type Config struct {
 	OsloPolicy OsloPolicy `mapstructure:"oslo_policy"`
 	// KeystoneAuthtoken is used when Auth is "keystone" (see keystone.go).
 	KeystoneAuthtoken KeystoneAuthtoken `mapstructure:"keystone_authtoken"`
+	Metrics           Metrics           `mapstructure:"metrics"`
 	// Blazar holds blazar.conf's lease settings (see blazar.go).
 	Blazar Blazar `mapstructure:",squash"`
 }
@@ -76,6 +77,23 @@ type OsloPolicy struct {
 	EnforceScope bool `mapstructure:"enforce_scope"`
 }
 
+// Metrics holds the [metrics] section: where Prometheus scrapes /metrics.
+// Both ways may be on at once; with neither, nothing is measured.
+type Metrics struct {
+	// Listen, when set, is a separate listener serving /metrics without
+	// authentication (keep it on a private address).
+	Listen string `mapstructure:"listen"`
+	// OnMain serves /metrics on the main listener as well, to callers
+	// the policy rule leasehold:metrics:get admits (admin by default).
+	OnMain bool `mapstructure:"on_main"`
+	// QueryTimeout bounds each query a scrape runs (the lease and outbox
+	// counts).
+	QueryTimeout time.Duration `mapstructure:"query_timeout"`
+}
+
+// Enabled reports whether metrics are served anywhere.
+func (m Metrics) Enabled() bool { return m.Listen != "" || m.OnMain }
+
 // CORS holds the [cors] section (oslo.middleware semantics). CORS is
 // enabled only when AllowedOrigin is non-empty.
 type CORS struct {
@@ -108,6 +126,10 @@ var defaults = map[string]any{
 	"oslo_policy.policy_file":          "",
 	"oslo_policy.enforce_new_defaults": true,
 	"oslo_policy.enforce_scope":        false,
+
+	"metrics.listen":        "",
+	"metrics.on_main":       false,
+	"metrics.query_timeout": "2s",
 
 	"cors.allowed_origin":    []string{},
 	"cors.allow_credentials": true,
@@ -212,6 +234,9 @@ func (c *Config) validate() error {
 	}
 	if c.Listen == "" {
 		return fmt.Errorf("config: listen must not be empty")
+	}
+	if c.Metrics.QueryTimeout <= 0 {
+		return fmt.Errorf("config: metrics.query_timeout %v: want a positive duration", c.Metrics.QueryTimeout)
 	}
 	return nil
 }

@@ -71,7 +71,8 @@ func TestDefaults(t *testing.T) {
 		ShutdownTimeout                                              time.Duration
 		Placement                                                    Placement
 		CORS                                                         CORS
-	}{c.Listen, c.PlacementListen, c.Database, c.Auth, c.LogLevel, c.LogFormat, c.AutoMigrate, c.ShutdownTimeout, c.Placement, c.CORS}
+		Metrics                                                      Metrics
+	}{c.Listen, c.PlacementListen, c.Database, c.Auth, c.LogLevel, c.LogFormat, c.AutoMigrate, c.ShutdownTimeout, c.Placement, c.CORS, c.Metrics}
 	want := got
 	want.Listen, want.PlacementListen, want.Database = "127.0.0.1:1234", "", "sqlite:///leasehold.db"
 	want.Auth, want.LogLevel, want.LogFormat = "noauth", "info", "text"
@@ -90,6 +91,7 @@ func TestDefaults(t *testing.T) {
 		AllowMethods:     []string{"GET", "PUT", "POST", "DELETE", "PATCH"},
 		AllowHeaders:     []string{"X-Auth-Token", "OpenStack-API-Version", "Content-Type", "X-OpenStack-Request-ID"},
 	}
+	want.Metrics = Metrics{QueryTimeout: 2 * time.Second}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
@@ -125,6 +127,9 @@ func TestSamples(t *testing.T) {
 				{"placement.randomize_allocation_candidates", c.Placement.RandomizeAllocationCandidates, true},
 				{"placement.max_allocation_candidates", c.Placement.MaxAllocationCandidates, 1000},
 				{"placement.allocation_candidates_search_cap", c.Placement.AllocationCandidatesSearchCap, 200000},
+				{"metrics.listen", c.Metrics.Listen, "127.0.0.1:9100"},
+				{"metrics.on_main", c.Metrics.OnMain, false},
+				{"metrics.query_timeout", c.Metrics.QueryTimeout, 5 * time.Second},
 				{"cors.allowed_origin", c.CORS.AllowedOrigin, []string{"https://dashboard.example.com", "https://admin.example.com"}},
 				{"cors.allow_credentials", c.CORS.AllowCredentials, false},
 				{"cors.max_age", c.CORS.MaxAge, 600},
@@ -243,6 +248,7 @@ func TestInvalid(t *testing.T) {
 		{name: "file type", file: [2]string{"x.properties", "a=b\n"}, wantErr: "unknown type"},
 		{name: "missing file", args: []string{"--config", "/nonexistent/leasehold.yaml"}, wantErr: "/nonexistent/leasehold.yaml"},
 		{name: "broken yaml", file: [2]string{"x.yaml", "listen: [\n"}, wantErr: "x.yaml"},
+		{name: "metrics query timeout", env: map[string]string{"LEASEHOLD_METRICS_QUERY_TIMEOUT": "0s"}, wantErr: "metrics.query_timeout"},
 		{name: "bad duration", file: [2]string{"x.yaml", "shutdown_timeout: soon\n"}, wantErr: "shutdown_timeout"},
 	}
 	for _, tc := range tests {

@@ -869,3 +869,37 @@ func TestEnqueueSerialisesAKeyOnMySQL(t *testing.T) {
 		t.Errorf("calls (-want +got): %s", diff)
 	}
 }
+
+// TestOnRunOutcomes: OnRun hears every handler run with its outcome: a
+// retried failure, a success, a failure for good.
+func TestOnRunOutcomes(t *testing.T) {
+	d := dbtest.Open(t)
+	var mu sync.Mutex
+	var got []string
+	names := map[outbox.RunOutcome]string{outbox.RunSucceeded: "ok", outbox.RunRetry: "retry", outbox.RunFailed: "failed"}
+	fails := map[int]int{1: 1, 2: 99} // payload n → failures before success
+	calls := map[int]int{}
+	h := func(_ context.Context, raw json.RawMessage) error {
+		p := decode(t, raw)
+		calls[p.N]++
+		if calls[p.N] <= fails[p.N] {
+			return errors.New("not yet")
+		}
+		return nil
+	}
+	cfg := outbox.Config{ID: "w", MaxAttempts: 2, Backoff: func(int) time.Duration { return 0 },
+		OnRun: func(kind string, o outbox.RunOutcome) {
+			mu.Lock()
+			got = append(got, kind+" "+names[o])
+			mu.Unlock()
+		}}
+	w := outbox.NewWorker(d, map[string]outbox.Handler{"test.effect": h}, cfg, newClock(t0).Now)
+	enqueue(t, d, act("test.effect", "k", 1))
+	runDue(t, w)
+	enqueue(t, d, act("test.effect", "k", 2))
+	runDue(t, w)
+	want := []string{"test.effect retry", "test.effect ok", "test.effect retry", "test.effect failed"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("OnRun (-want +got):\n%s", diff)
+	}
+}

@@ -63,7 +63,20 @@ type Config struct {
 	// e.g. to clear a lease's degraded flag. An error rolls the
 	// completion back as for OnFailure (the action will run again).
 	OnSuccess func(ctx context.Context, tx *gorm.DB, r Record) error
+	// OnRun, when set, is told the outcome of every handler run (not of
+	// a run handed back at shutdown), for metrics. It must not block.
+	OnRun func(kind string, o RunOutcome)
 }
+
+// RunOutcome is what became of one handler run.
+type RunOutcome int
+
+// The outcomes OnRun reports.
+const (
+	RunSucceeded RunOutcome = iota // the action is done
+	RunRetry                       // it failed and will run again
+	RunFailed                      // it failed for good: the row is FAILED
+)
 
 // DefaultBackoff is exponential from 1s (doubling per attempt, capped at
 // 5 minutes) with jitter: a random wait between half and all of it, so
@@ -333,6 +346,7 @@ func (w *Worker) execute(ctx context.Context, r Record, more bool) *Record {
 	defer cancel()
 	switch {
 	case err == nil:
+		w.observe(r.Kind, RunSucceeded)
 		return w.succeed(rctx, r, more && ctx.Err() == nil)
 	case ctx.Err() != nil && !IsPermanent(err):
 		// Stopped by our shutdown, not by the action: hand it back
@@ -342,6 +356,13 @@ func (w *Worker) execute(ctx context.Context, r Record, more bool) *Record {
 		w.fail(rctx, r, err)
 	}
 	return nil
+}
+
+// observe reports a run's outcome to OnRun, if set.
+func (w *Worker) observe(kind string, o RunOutcome) {
+	if w.cfg.OnRun != nil {
+		w.cfg.OnRun(kind, o)
+	}
 }
 
 // callHandler runs h, turning a panic into an error (a broken handler
@@ -496,6 +517,11 @@ func (w *Worker) succeed(ctx context.Context, r Record, next bool) *Record {
 // err is permanent or the attempts are used up.
 func (w *Worker) fail(ctx context.Context, r Record, err error) {
 	final := IsPermanent(err) || r.Attempts >= w.cfg.MaxAttempts
+	if final {
+		w.observe(r.Kind, RunFailed)
+	} else {
+		w.observe(r.Kind, RunRetry)
+	}
 	now := w.now()
 	var next *time.Time
 	if !final {

@@ -356,6 +356,9 @@ func (s *Service) AllocationCandidates(ctx context.Context, req *candidates.Requ
 		}
 		return nil, err
 	}
+	if s.cfg.ObserveCandidates != nil {
+		s.cfg.ObserveCandidates(res.Generated, res.Steps)
+	}
 	if res.SearchCapped {
 		slog.WarnContext(ctx, "allocation candidates search stopped at allocation_candidates_search_cap; the answer holds what was found",
 			"search_cap", opts.SearchCap, "candidates", res.Len())

@@ -28,6 +28,10 @@ import (
 type Config struct {
 	IncompleteConsumerProjectID string
 	IncompleteConsumerUserID    string
+	// ObserveCandidates, when set, is told the cost of every allocation
+	// candidates search that ran (candidates generated, merge steps),
+	// for metrics. It must not block.
+	ObserveCandidates func(generated, steps int)
 }
 
 // Service implements the Placement domain on a database. It owns the

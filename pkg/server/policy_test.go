@@ -37,7 +37,7 @@ func TestPolicyAtStartUp(t *testing.T) {
 		return c
 	}
 	good := write("policy.yaml", "\"blazar:oshosts:get\": \"role:operator\"\n\"placement:traits:list\": \"role:operator\"\n")
-	b, p, err := buildPolicy(cfgFor(good))
+	b, p, _, err := buildPolicy(cfgFor(good))
 	if err != nil {
 		t.Fatal(err)
 	}

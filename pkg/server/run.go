@@ -46,6 +46,18 @@ func (s *Server) healthcheck(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(reason))
 }
 
+// metricsOnly serves h at /metrics and 404 elsewhere (the separate
+// metrics listener).
+func metricsOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // Run serves until ctx is cancelled, then drains for ShutdownTimeout.
 func (s *Server) Run(ctx context.Context) error {
 	type lis struct {
@@ -68,11 +80,23 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := listen(s.cfg.Listen, s.main, "blazar /v1, placement /placement, /healthcheck"); err != nil {
 		return err
 	}
+	closeAll := func() {
+		for _, x := range ls {
+			x.l.Close()
+		}
+	}
 	if s.cfg.PlacementListen != "" {
 		if err := listen(s.cfg.PlacementListen, s.placement, "placement at /"); err != nil {
-			ls[0].l.Close()
+			closeAll()
 			return err
 		}
+	}
+	if s.cfg.Metrics.Listen != "" && s.metrics != nil {
+		if err := listen(s.cfg.Metrics.Listen, metricsOnly(s.metrics), "/metrics (no authentication)"); err != nil {
+			closeAll()
+			return err
+		}
+		s.MetricsAddr = s.Addrs[len(s.Addrs)-1]
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, len(ls))

@@ -19,8 +19,10 @@ import (
 	"github.com/leasehold/leasehold/pkg/compute/standalone"
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/httpx"
 	"github.com/leasehold/leasehold/pkg/identity"
+	"github.com/leasehold/leasehold/pkg/metrics"
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/pkg/policy"
@@ -41,6 +43,9 @@ type Server struct {
 	db        *db.DB
 	main      http.Handler
 	placement http.Handler
+	// metrics serves /metrics on the separate [metrics] listen listener
+	// (nil when metrics are off).
+	metrics http.Handler
 	// background are long-running workers (the lease event manager, the
 	// outbox worker) run for the life of the server and stopped before
 	// the database closes.
@@ -49,6 +54,9 @@ type Server struct {
 	// holds the bound addresses (main first).
 	Ready chan struct{}
 	Addrs []string
+	// MetricsAddr is the bound address of the [metrics] listen listener
+	// ("" when there is none), set with Addrs.
+	MetricsAddr string
 
 	// Services, for tests and tools.
 	Hosts  *hosts.Service
@@ -86,7 +94,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 
 	// Policy: one enforcer per API from [oslo_policy] and the policy
 	// file, before anything is opened (a broken file stops start-up).
-	blazarPolicy, placementPolicy, err := buildPolicy(cfg)
+	blazarPolicy, placementPolicy, metricsPolicy, err := buildPolicy(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -106,11 +114,29 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	}
 	s = &Server{cfg: cfg, db: d, Ready: make(chan struct{})}
 
+	// Metrics: one registry, fed by the services built below (nil when
+	// [metrics] serves them nowhere: nothing is measured then).
+	met, err := buildMetrics(cfg.Metrics, d)
+	if err != nil {
+		return nil, err
+	}
+	instrument := func(api, prefix string, h http.Handler) http.Handler { return h }
+	if met != nil {
+		evCfg.ObserveLag = met.ObserveEventLag
+		instrument = func(api, prefix string, h http.Handler) http.Handler {
+			return httpx.Instrument(api, prefix, met.ObserveRequest, nil)(h)
+		}
+	}
+
 	// Placement.
-	psvc := placement.NewService(d, placement.Config{
+	pcfg := placement.Config{
 		IncompleteConsumerProjectID: cfg.Placement.IncompleteConsumerProjectID,
 		IncompleteConsumerUserID:    cfg.Placement.IncompleteConsumerUserID,
-	})
+	}
+	if met != nil {
+		pcfg.ObserveCandidates = met.ObserveCandidates
+	}
+	psvc := placement.NewService(d, pcfg)
 	placementOpts = append(placementOpts, placementapi.WithPolicy(placementapi.PolicyFor(placementPolicy)))
 	papi := placementapi.New(psvc, cfg.Placement, cfg.CORS, placementOpts...)
 
@@ -139,58 +165,121 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// External calls, after the commits that decided them.
 	handlers := hostplugin.OutboxHandlers(drv)
 	maps.Copy(handlers, hosts.OutboxHandlers(drv))
-	s.Outbox = outbox.NewWorker(d, handlers, outbox.Config{
-		OnFailure: s.Leases.OutboxFailure,
-		OnSuccess: s.Leases.OutboxSuccess,
-	}, nil)
+	obCfg := outbox.Config{OnFailure: s.Leases.OutboxFailure, OnSuccess: s.Leases.OutboxSuccess}
+	if met != nil {
+		obCfg.OnRun = met.ObserveOutboxRun
+	}
+	s.Outbox = outbox.NewWorker(d, handlers, obCfg, nil)
 	s.background = append(s.background, s.Events.Run, s.Outbox.Run)
 
-	// HTTP.
+	// HTTP. Each API's requests are measured by route pattern
+	// (instrument); /healthcheck and /metrics are not.
 	rt := blazarapi.NewRouterWithPolicy(blazarPolicy)
 	blazarapi.RegisterLeases(rt, s.Leases)
 	blazarapi.RegisterHosts(rt, s.Hosts)
 	blazarapi.RegisterFloatingIPs(rt, s.Hosts)
-	v1 := http.StripPrefix("/v1", rt.Handler(v1Auth))
-	mounted := papi.Mount("/placement")
-	s.placement = wrap(papi.Handler())
-	s.main = wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch p := r.URL.Path; {
-		case p == "/healthcheck":
-			s.healthcheck(w, r)
-		case p == "/placement" || strings.HasPrefix(p, "/placement/"):
-			mounted.ServeHTTP(w, r)
-		case strings.HasPrefix(p, "/v1/"):
-			v1.ServeHTTP(w, r)
-		case p == "/" || p == "/versions":
+	v1 := instrument("blazar", "/v1", http.StripPrefix("/v1", rt.Handler(v1Auth)))
+	mounted := instrument("placement", "", papi.Mount("/placement"))
+	blazarRoot := instrument("blazar", "", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/", "/versions":
+			httpx.SetRoute(r, r.URL.Path) // one of two constants
 			blazarapi.Versions(w, r)
 		default:
 			blazarapi.NotFound(w, r)
 		}
 	}))
+	var metricsMain http.Handler
+	if met != nil {
+		s.metrics = met.Handler()
+		if cfg.Metrics.OnMain {
+			metricsMain = protectMetrics(met.Handler(), v1Auth, metricsPolicy)
+		}
+	}
+	s.placement = wrap(instrument("placement", "", papi.Handler()))
+	s.main = wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case p == "/healthcheck":
+			s.healthcheck(w, r)
+		case p == "/metrics" && metricsMain != nil:
+			metricsMain.ServeHTTP(w, r)
+		case p == "/placement" || strings.HasPrefix(p, "/placement/"):
+			mounted.ServeHTTP(w, r)
+		case strings.HasPrefix(p, "/v1/"):
+			v1.ServeHTTP(w, r)
+		default:
+			blazarRoot.ServeHTTP(w, r)
+		}
+	}))
 	return s, nil
+}
+
+// buildMetrics builds the metrics registry on d's pool when [metrics]
+// serves it somewhere, nil otherwise.
+func buildMetrics(mc config.Metrics, d *db.DB) (*metrics.Metrics, error) {
+	if !mc.Enabled() {
+		return nil, nil
+	}
+	sqlDB, err := d.DB.DB()
+	if err != nil {
+		return nil, err
+	}
+	return metrics.New(metrics.Config{DB: sqlDB, QueryTimeout: mc.QueryTimeout})
+}
+
+// protectMetrics serves h to callers that authn identifies and enf's
+// leasehold:metrics:get admits: 401 without an identity, 403 when the
+// policy refuses.
+func protectMetrics(h http.Handler, authn blazarapi.Authenticator, enf *policy.Enforcer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := authn.Authenticate(r)
+		if errs.Is(err, errs.Unavailable) {
+			http.Error(w, "The request could not be authenticated now.", http.StatusServiceUnavailable)
+			return
+		}
+		if err != nil || id == nil {
+			challenge := ""
+			if c, ok := authn.(identity.Challenger); ok {
+				challenge = c.Challenge()
+			}
+			httpx.WriteUnauthorized(w, challenge)
+			return
+		}
+		if !enf.Allowed(metrics.RuleGet, blazarapi.Credentials(id), nil) {
+			http.Error(w, "Policy doesn't allow "+metrics.RuleGet+" to be performed.", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // buildPolicy loads [oslo_policy] policy_file (a malformed file or an
 // undefined rule reference stops start-up) and builds the Blazar and
-// Placement enforcers.
-func buildPolicy(cfg *config.Config) (blazarEnf, placementEnf *policy.Enforcer, err error) {
+// Placement enforcers, and the one for /metrics on the main listener
+// (Blazar's rules and settings plus leasehold:metrics:get).
+func buildPolicy(cfg *config.Config) (blazarEnf, placementEnf, metricsEnf *policy.Enforcer, err error) {
 	file, err := policy.LoadFile(cfg.OsloPolicy.PolicyFile)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	blazarEnf, err = blazarapi.NewEnforcer(policy.Options{
+	opts := policy.Options{
 		EnforceNewDefaults: cfg.OsloPolicy.EnforceNewDefaults,
 		EnforceScope:       cfg.OsloPolicy.EnforceScope,
 		File:               file,
-	})
+	}
+	blazarEnf, err = blazarapi.NewEnforcer(opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	placementEnf, err = placementapi.NewEnforcer(cfg.Placement.PolicyMode, policy.Options{File: file})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return blazarEnf, placementEnf, nil
+	metricsEnf, err = policy.New(append(policy.BlazarRules(), metrics.PolicyRule()), blazarapi.PolicyOptions(opts))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return blazarEnf, placementEnf, metricsEnf, nil
 }
 
 // warnNoAuthExposed logs a warning for every listener of a noauth server

@@ -16,7 +16,11 @@ import (
 // startServer builds the whole service on a fresh SQLite database, runs
 // it on two loopback listeners (main and Placement) and stops it at the
 // end of the test.
-func startServer(t *testing.T) *Server {
+func startServer(t *testing.T) *Server { return startServerWith(t, nil) }
+
+// startServerWith is startServer with the configuration changed by edit
+// first.
+func startServerWith(t *testing.T, edit func(*config.Config)) *Server {
 	t.Helper()
 	cfg, err := config.Load(nil)
 	if err != nil {
@@ -24,6 +28,9 @@ func startServer(t *testing.T) *Server {
 	}
 	cfg.Database = "sqlite:///" + filepath.Join(t.TempDir(), "t.db")
 	cfg.Listen, cfg.PlacementListen = "127.0.0.1:0", "127.0.0.1:0"
+	if edit != nil {
+		edit(cfg)
+	}
 	s, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

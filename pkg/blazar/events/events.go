@@ -60,6 +60,10 @@ type Config struct {
 	MaxRetries int
 	// ID names this manager in claims (default host-pid-random).
 	ID string
+	// ObserveLag, when set, is told how late each event this manager
+	// claimed starts to run (run time minus due time), for metrics. It
+	// must not block.
+	ObserveLag func(eventType string, lag time.Duration)
 }
 
 // Manager runs lease events.
@@ -214,6 +218,9 @@ func (m *Manager) RunDue(ctx context.Context) (int, error) {
 		}
 		if !ok {
 			continue // another manager has it
+		}
+		if m.cfg.ObserveLag != nil {
+			m.cfg.ObserveLag(ev.EventType, max(m.now().Sub(ev.Time), 0))
 		}
 		err = m.run.RunEvent(ctx, ev, m.cfg.ID)
 		switch {

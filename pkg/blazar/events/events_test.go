@@ -372,3 +372,32 @@ func TestUpdateActiveLease(t *testing.T) {
 		t.Errorf("the added host must join at once: %v", log)
 	}
 }
+
+// TestObserveLag: the hook is told, for each event this manager claims,
+// how long after its due time it started, by the manager's clock.
+func TestObserveLag(t *testing.T) {
+	d := dbtest.Open(t)
+	clock := leasestest.NewClock(t0.Add(20 * time.Second))
+	svc, _ := leasestest.New(d, leasestest.NewHosts(1, nil), clock, leasestest.Options{MinutesBeforeEndLease: 60})
+	var got []string
+	m := events.New(d, svc, events.Config{ObserveLag: func(typ string, lag time.Duration) {
+		got = append(got, fmt.Sprintf("%s %v", typ, lag))
+	}}, clock.Now)
+	ctx := context.Background()
+	create(t, svc, "a", "2030-01-01 10:01", "2030-01-01 12:00", 1)
+	for _, at := range []time.Time{
+		t0.Add(30 * time.Second),                     // nothing due
+		t0.Add(time.Minute + 1500*time.Millisecond),  // start, 1.5s late
+		time.Date(2030, 1, 1, 11, 7, 0, 0, time.UTC), // before_end, 7 minutes late
+		time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC), // end, on time
+	} {
+		clock.Set(at)
+		if _, err := m.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"start_lease 1.5s", "before_end_lease 7m0s", "end_lease 0s"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("observed lags (-want +got):\n%s", diff)
+	}
+}

@@ -90,7 +90,8 @@ func (s *Snapshot) Find(ctx context.Context, req *Request) (*Result, error) {
 			m.capped, m.searchCapped = true, true
 		}
 	}
-	res := &Result{Capped: m.capped, SearchCapped: m.searchCapped, Snapshot: s, out: out, allocs: m.allocs, choices: m.choices, plans: plans}
+	res := &Result{Capped: m.capped, SearchCapped: m.searchCapped, Generated: len(m.out), Steps: m.steps,
+		Snapshot: s, out: out, allocs: m.allocs, choices: m.choices, plans: plans}
 	res.order = make([]int, len(plans))
 	for i := range res.order {
 		res.order[i] = i

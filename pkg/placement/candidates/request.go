@@ -108,6 +108,10 @@ type Result struct {
 	Capped bool
 	// SearchCapped reports that SearchCap did.
 	SearchCapped bool
+	// Generated is how many candidates the search produced (before
+	// Limit), and Steps how many partial combinations the cross-group
+	// merge walked: the search's cost, for metrics.
+	Generated, Steps int
 	// Snapshot is the snapshot the answer was computed on (nil for an
 	// empty answer decided before any search).
 	Snapshot *Snapshot
