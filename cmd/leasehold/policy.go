@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/leasehold/leasehold/pkg/metrics"
 	"github.com/leasehold/leasehold/pkg/policy"
 )
 
@@ -21,12 +22,15 @@ func policyCmd(args []string, stdout, stderr io.Writer) error {
 	return writePolicySample(stdout)
 }
 
-// writePolicySample writes etc/policy.yaml.sample: both APIs' rules.
+// writePolicySample writes etc/policy.yaml.sample: both APIs' rules and
+// the /metrics rule.
 func writePolicySample(w io.Writer) error {
 	return policy.WriteSample(w,
 		policy.Section{Title: "Blazar (reservation) API, /v1", Rules: policy.BlazarRules(),
 			NewDefaults: "[oslo_policy] enforce_new_defaults is true (the default)"},
 		policy.Section{Title: "Placement API", Rules: policy.PlacementRules(),
 			NewDefaults: "[placement] policy_mode is secure (legacy is the default)"},
+		policy.Section{Title: "Metrics on the main listener ([metrics] on_main)", Rules: []policy.Rule{metrics.PolicyRule()},
+			NewDefaults: "[oslo_policy] enforce_new_defaults is true (the default)"},
 	)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasehold/leasehold/pkg/metrics"
 	"github.com/leasehold/leasehold/pkg/policy"
 )
 
@@ -52,7 +53,7 @@ func TestPolicySampleContent(t *testing.T) {
 			uncommented.WriteString(line[1:] + "\n")
 		}
 	}
-	all := append(policy.BlazarRules(), policy.PlacementRules()...)
+	all := append(append(policy.BlazarRules(), policy.PlacementRules()...), metrics.PolicyRule())
 	flat := strings.ReplaceAll(text, "\n# ", " ") // comments are wrapped
 	for _, r := range all {
 		if !strings.Contains(flat, r.Description) {
