@@ -24,6 +24,7 @@ func startServer(t *testing.T) *Server {
 	}
 	cfg.Database = "sqlite:///" + filepath.Join(t.TempDir(), "t.db")
 	cfg.Listen, cfg.PlacementListen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Auth = config.AuthNoAuth
 	s, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
