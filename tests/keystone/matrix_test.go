@@ -334,11 +334,14 @@ func (r result) ok() bool { return slices.Contains(r.want, r.got) && !r.leak }
 
 // runMatrix sends one request per (cell, identity) and reports every
 // mismatch with the whole matrix printed.
-func runMatrix(t *testing.T, c client, f *fixtures, cells []cell) {
+func runMatrix(t *testing.T, c client, f *fixtures, cells []cell, who ...string) {
 	t.Helper()
+	if len(who) == 0 {
+		who = identities
+	}
 	var results []result
 	for _, cl := range cells {
-		for _, who := range identities {
+		for _, who := range who {
 			method, path, body, marker := cl.req(t, f)
 			code, b := c.do(who, method, path, body)
 			r := result{route: cl.route, who: who, got: code, want: cl.want[who]}
@@ -357,13 +360,13 @@ func runMatrix(t *testing.T, c client, f *fixtures, cells []cell) {
 	}
 	t.Logf("%d cells, %d failing", len(results), failed)
 	if failed > 0 {
-		t.Log("\n" + matrixTable(cells, results))
+		t.Log("\n" + matrixTable(cells, results, who))
 	}
 }
 
 // matrixTable renders results as route × identity, "got" or
 // "got!want" where a cell failed.
-func matrixTable(cells []cell, results []result) string {
+func matrixTable(cells []cell, results []result, identities []string) string {
 	var b strings.Builder
 	width := 0
 	for _, c := range cells {
@@ -611,4 +614,58 @@ func TestStartRefusedOnBrokenPolicy(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "never.db")); err == nil {
 		t.Error("the database was opened before the policy file was checked")
 	}
+}
+
+// asSystemAdmin is admin with a system-scoped token.
+const asSystemAdmin = "system-admin"
+
+// IssueSystem returns a new system-scoped token of user.
+func (k *Keystone) IssueSystem(t testing.TB, user, password string) string {
+	t.Helper()
+	body := map[string]any{"auth": map[string]any{
+		"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{
+			"user": map[string]any{"name": user, "domain": map[string]string{"id": "default"}, "password": password}}},
+		"scope": map[string]any{"system": map[string]any{"all": true}},
+	}}
+	b, _ := json.Marshal(body)
+	resp, err := keystoneHTTP.Post(k.URL+"/auth/tokens", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("system token for %s: %d", user, resp.StatusCode)
+	}
+	return resp.Header.Get("X-Subject-Token")
+}
+
+// TestPlacementSecureMatrix: the Placement sample again with
+// placement.policy_mode = secure (new defaults, scope enforced), where
+// a system-scoped admin may do everything, a project-scoped admin
+// nothing on these system-scoped routes, and A's readers read A's usages.
+func TestPlacementSecureMatrix(t *testing.T) {
+	k := RequireKeystone(t)
+	s := newServerConf(t, k, "[placement]\npolicy_mode = secure\n")
+	tok := tokens(t, k)
+	tok[asSystemAdmin] = k.IssueSystem(t, "admin", k.AdminPassword)
+	c := client{h: s.Handler(), tokens: tok}
+	f := &fixtures{c: c}
+	rp := "33333333-2222-4333-8444-555555555555"
+	c.must(t, asSystemAdmin, "POST", "/placement/resource_providers", `{"name": "mx-rp", "uuid": "`+rp+`"}`, 200, "")
+	c.must(t, asSystemAdmin, "PUT", "/placement/resource_providers/"+rp+"/inventories",
+		`{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 1000}}}`, 200, "")
+	consumer := "99999999-8888-4777-8666-444444444444"
+	c.must(t, asSystemAdmin, "PUT", "/placement/allocations/"+consumer,
+		fmt.Sprintf(`{"allocations": {%q: {"resources": {"VCPU": 1}}}, "project_id": %q, "user_id": "u", "consumer_generation": null, "consumer_type": "INSTANCE"}`, rp, k.DemoProjectID), 204, "")
+	who := append([]string{asSystemAdmin}, identities...)
+	cells := placementCells(rp, consumer, k.DemoProjectID)
+	for i := range cells {
+		ok := cells[i].want[asAdmin][0]
+		cells[i].want = map[string][]int{asSystemAdmin: {ok}, asAdmin: {403}, asMemberA: {403}, asReaderA: {403}, asMemberB: {403}}
+		if strings.HasPrefix(cells[i].route, "GET /placement/usages") {
+			cells[i].want[asMemberA], cells[i].want[asReaderA] = []int{200}, []int{200}
+		}
+	}
+	runMatrix(t, c, f, cells, who...)
 }
