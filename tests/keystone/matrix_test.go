@@ -171,9 +171,8 @@ func (c client) must(t *testing.T, who, method, path, body string, want int, fie
 // fixtures makes the objects a matrix cell acts on; each cell gets its
 // own, so that a cell that deletes or renames leaves the others intact.
 type fixtures struct {
-	c     client
-	n     atomic.Int64
-	hosts []string
+	c client
+	n atomic.Int64
 }
 
 // next is a number unique in the test.
@@ -406,7 +405,7 @@ func TestPolicyMatrix(t *testing.T) {
 	// Hosts for the leases (each lease has a window of its own, so one
 	// would do; three keep the allocator honest).
 	for range 3 {
-		f.hosts = append(f.hosts, f.host(t))
+		f.host(t)
 	}
 
 	// Placement fixtures: a provider with VCPU and one allocation of
