@@ -688,3 +688,23 @@ func TestPlacementSecureMatrix(t *testing.T) {
 	}
 	runMatrix(t, c, f, cells, who...)
 }
+
+// TestBlazarOldDefaultsMatrix: with [oslo_policy] enforce_new_defaults =
+// false a lease rule also passes on its deprecated check ("rule:admin
+// or project_id:%(project_id)s"), so A's reader writes A's leases as
+// A's member does; other projects and the admin-only rules are as
+// before.
+func TestBlazarOldDefaultsMatrix(t *testing.T) {
+	k := RequireKeystone(t)
+	s := newServerConf(t, k, "[oslo_policy]\nenforce_new_defaults = false\n")
+	c := client{h: s.Handler(), tokens: tokens(t, k)}
+	f := &fixtures{c: c}
+	f.host(t)
+	cells := blazarCells()
+	for i := range cells {
+		if strings.Contains(cells[i].route, "/v1/leases") {
+			cells[i].want[asReaderA] = cells[i].want[asMemberA]
+		}
+	}
+	runMatrix(t, c, f, cells)
+}
