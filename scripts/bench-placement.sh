@@ -56,7 +56,7 @@ wait_up() {
 LH_PID=
 start_leasehold() { # port db
   setsid "$WORK/leasehold" serve --listen 127.0.0.1:0 --placement-listen "127.0.0.1:$1" \
-    --database "sqlite:///$2" >"$WORK/leasehold-$1.log" 2>&1 &
+    --database "sqlite:///$2" --auth noauth >"$WORK/leasehold-$1.log" 2>&1 &
   LH_PID=$!
   PIDS+=("$LH_PID")
   wait_up "$1"

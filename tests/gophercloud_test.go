@@ -33,7 +33,7 @@ func placementClient(t *testing.T, mv string) *gophercloud.ServiceClient {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	config.Flags(fs)
-	if err := fs.Parse([]string{"--database", dbtest.URL(t), "--log-level", "error"}); err != nil {
+	if err := fs.Parse([]string{"--database", dbtest.URL(t), "--auth", "noauth", "--log-level", "error"}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Load(fs)

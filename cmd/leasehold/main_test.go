@@ -58,3 +58,30 @@ func TestIAllocatorMatchesHail(t *testing.T) {
 		t.Errorf("malformed request: exit %d, stderr %q; want 1 and an Error: line", code, errb.String())
 	}
 }
+
+// TestFailClosedDefault: with no auth strategy named anywhere, serve
+// means keystone and refuses to start without [keystone_authtoken]
+// (before it opens the database), while db sync needs none of it.
+func TestFailClosedDefault(t *testing.T) {
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "LEASEHOLD_") {
+			t.Setenv(name, "")
+			os.Unsetenv(name)
+		}
+	}
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	err := run([]string{"serve", "--listen", "127.0.0.1:0", "--database", "sqlite:///" + dir + "/serve.db"}, strings.NewReader(""), &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "auth_strategy = keystone needs these [keystone_authtoken] options") {
+		t.Errorf("serve with no auth strategy: %v, want the refusal naming [keystone_authtoken]", err)
+	}
+	if _, err := os.Stat(dir + "/serve.db"); err == nil {
+		t.Error("serve opened the database before refusing its auth configuration")
+	}
+	if err := run([]string{"db", "sync", "--database", "sqlite:///" + dir + "/sync.db"}, strings.NewReader(""), &out, &errb); err != nil {
+		t.Errorf("db sync with no auth strategy: %v", err)
+	}
+	if st, err := os.Stat(dir + "/sync.db"); err != nil || st.Size() == 0 {
+		t.Errorf("db sync wrote no database: %v", err)
+	}
+}

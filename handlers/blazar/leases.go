@@ -35,8 +35,13 @@ func leaseRule(r *http.Request, rule string) (leases.Caller, error) {
 		return leases.Caller{}, err
 	}
 	id := auth.FromContext(ctx)
+	// Upstream decides "sees every project" by the policy rule "admin"
+	// (a policy file may redefine it), not by a role name; GET /v1/leases
+	// then lists all leases and ignores query parameters (project_id,
+	// all_projects) as upstream does, so no parameter widens a member's
+	// list beyond its project.
 	return leases.Caller{
-		UserID: id.UserID, ProjectID: id.ProjectID, Admin: id.IsAdmin(),
+		UserID: id.UserID, ProjectID: id.ProjectID, Admin: authorize(ctx, "admin", "") == nil,
 		Allowed: func(project string) error { return authorize(ctx, rule, project) },
 	}, nil
 }

@@ -110,7 +110,7 @@ var defaults = map[string]any{
 	"listen":           "127.0.0.1:1234",
 	"placement_listen": "",
 	"database":         "sqlite:///leasehold.db",
-	"auth":             "noauth",
+	"auth":             AuthKeystone,
 	"auto_migrate":     true,
 	"log_level":        "info",
 	"log_format":       "text",

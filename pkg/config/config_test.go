@@ -75,7 +75,8 @@ func TestDefaults(t *testing.T) {
 	}{c.Listen, c.PlacementListen, c.Database, c.Auth, c.LogLevel, c.LogFormat, c.AutoMigrate, c.ShutdownTimeout, c.Placement, c.CORS, c.Metrics}
 	want := got
 	want.Listen, want.PlacementListen, want.Database = "127.0.0.1:1234", "", "sqlite:///leasehold.db"
-	want.Auth, want.LogLevel, want.LogFormat = "noauth", "info", "text"
+	// No auth strategy named means keystone, as upstream: fail closed.
+	want.Auth, want.LogLevel, want.LogFormat = "keystone", "info", "text"
 	want.AutoMigrate, want.ShutdownTimeout = true, 10*time.Second
 	want.Placement = Placement{
 		PolicyMode:                    "legacy",

@@ -233,6 +233,7 @@ func TestMetricsListenerBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Database = "sqlite:///" + filepath.Join(t.TempDir(), "t.db")
+	cfg.Auth = config.AuthNoAuth
 	cfg.Listen, cfg.Metrics.Listen = "127.0.0.1:0", busy.Addr().String()
 	s, err := New(context.Background(), cfg)
 	if err != nil {

@@ -32,6 +32,7 @@ func TestPolicyAtStartUp(t *testing.T) {
 		}
 		// A database New must not reach: a broken policy fails first.
 		c.Database = "sqlite:///" + filepath.Join(dir, "no-such-dir", "x.db")
+		c.Auth = config.AuthNoAuth
 		c.Placement.PolicyMode = "legacy"
 		c.OsloPolicy = config.OsloPolicy{PolicyFile: file, EnforceNewDefaults: true}
 		return c
@@ -73,6 +74,7 @@ func TestPolicyFileOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Database = "sqlite:///" + filepath.Join(dir, "lh.db")
+	c.Auth = config.AuthNoAuth
 	c.Placement.PolicyMode = "legacy"
 	ask := func(t *testing.T, s *Server, path, token string) int {
 		t.Helper()

@@ -28,6 +28,7 @@ func startServerWith(t *testing.T, edit func(*config.Config)) *Server {
 	}
 	cfg.Database = "sqlite:///" + filepath.Join(t.TempDir(), "t.db")
 	cfg.Listen, cfg.PlacementListen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Auth = config.AuthNoAuth
 	if edit != nil {
 		edit(cfg)
 	}

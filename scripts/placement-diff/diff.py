@@ -31,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 SHARED = os.environ.get('SHARED_DIR', os.path.join(ROOT, '..', 'shared'))
 REF_CMD = os.path.join(SHARED, 'conformance/placement/real-placement-server.sh') + ' {port} {db}'
 OUR_CMD = (os.environ.get('LEASEHOLD_BIN', os.path.join(ROOT, 'bin/leasehold')) +
-           ' serve --listen 127.0.0.1:0 --placement-listen 127.0.0.1:{port} --database sqlite:///{db} --log-level warn')
+           ' serve --listen 127.0.0.1:0 --placement-listen 127.0.0.1:{port} --database sqlite:///{db} --auth noauth --log-level warn')
 
 
 def free_port():
