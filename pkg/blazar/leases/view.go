@@ -707,6 +707,8 @@ func appendDigits(b []byte, n, width int) []byte {
 type TimeCol struct {
 	T     time.Time
 	Valid bool
+	// Raw is the stored text on SQLite (what it sorts by), else "".
+	Raw string
 }
 
 // Scan implements sql.Scanner.
@@ -717,12 +719,14 @@ func (c *TimeCol) Scan(src any) error {
 		*c = TimeCol{}
 		return nil
 	case time.Time:
-		c.T, c.Valid = v.UTC(), true
+		c.T, c.Valid, c.Raw = v.UTC(), true, ""
 		return nil
 	case string:
+		c.Raw = v
 		c.T, err = ParseStoredTime(v)
 	case []byte:
-		c.T, err = ParseStoredTime(string(v))
+		c.Raw = string(v)
+		c.T, err = ParseStoredTime(c.Raw)
 	default:
 		return fmt.Errorf("cannot scan %T into a date", src)
 	}
