@@ -1,6 +1,7 @@
 package leases
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -200,6 +201,10 @@ type listedLease struct {
 	l    models.Lease
 	ress []*models.Reservation
 	evs  []*models.Event
+	// created and resCreated are the created_at of the lease and of its
+	// reservations as SQLite stores them (see listing).
+	created    string
+	resCreated []string
 }
 
 // List returns the leases the caller may see: its project's, or all for
@@ -243,12 +248,22 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 	if !c.Admin {
 		join, where, args = " JOIN leases l ON l.id = x.lease_id", " WHERE l.project_id = ?", []any{c.ProjectID}
 	}
+	// SQLite sorts the rows of an unindexed ORDER BY in a sorter as slow
+	// as the scan itself: there the rows are sorted here instead, by the
+	// same keys compared the same way (the stored text, bytewise, as
+	// SQLite's BINARY collation). MySQL sorts by its own collation.
+	order := func(cols string) string {
+		if s.db.Dialect == db.SQLite {
+			return ""
+		}
+		return " ORDER BY " + cols
+	}
 	out := &listing{}
 	byID := map[string]*listedLease{}
 	var ls []listedLease
 	err = query(ctx, sqlDB, "SELECT l.id, l.name, l.user_id, l.project_id, "+t("l.start_date")+", "+t("l.end_date")+
 		", l.trust_id, l.status, l.degraded, "+t("l.created_at")+", "+t("l.updated_at")+
-		" FROM leases l"+where+" ORDER BY l.created_at, l.id", args, func(rows *sql.Rows) error {
+		" FROM leases l"+where+order("l.created_at, l.id"), args, func(rows *sql.Rows) error {
 		var x listedLease
 		var start, end, created, updated TimeCol
 		if err := rows.Scan(Str{&x.l.ID}, Str{&x.l.Name}, Str{&x.l.UserID}, Str{&x.l.ProjectID}, &start, &end,
@@ -256,11 +271,17 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 			return err
 		}
 		x.l.StartDate, x.l.EndDate, x.l.CreatedAt, x.l.UpdatedAt = start.T, end.T, created.T, updated.Ptr()
+		x.created = created.Raw
 		ls = append(ls, x)
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if s.db.Dialect == db.SQLite {
+		slices.SortFunc(ls, func(a, b listedLease) int {
+			return cmp.Or(strings.Compare(a.created, b.created), strings.Compare(a.l.ID, b.l.ID))
+		})
 	}
 	out.leases = ls
 	for i := range ls {
@@ -273,7 +294,7 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 	// and are left out.
 	var ress []*models.Reservation
 	err = query(ctx, sqlDB, "SELECT x.id, x.lease_id, x.resource_id, x.resource_type, x.status, x.missing_resources, x.resources_changed, "+
-		t("x.created_at")+", "+t("x.updated_at")+" FROM reservations x"+join+where+" ORDER BY x.created_at, x.id", args, func(rows *sql.Rows) error {
+		t("x.created_at")+", "+t("x.updated_at")+" FROM reservations x"+join+where+order("x.created_at, x.id"), args, func(rows *sql.Rows) error {
 		r := &models.Reservation{}
 		var created, updated TimeCol
 		if err := rows.Scan(Str{&r.ID}, Str{&r.LeaseID}, Str{&r.ResourceID}, Str{&r.ResourceType}, Str{&r.Status},
@@ -283,6 +304,7 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 		r.CreatedAt, r.UpdatedAt = created.T, updated.Ptr()
 		if x := byID[r.LeaseID]; x != nil {
 			x.ress = append(x.ress, r)
+			x.resCreated = append(x.resCreated, created.Raw)
 			ress = append(ress, r)
 		}
 		return nil
@@ -308,6 +330,9 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 		return nil, err
 	}
 	for i := range ls {
+		if x := &ls[i]; s.db.Dialect == db.SQLite && len(x.ress) > 1 {
+			sortReservations(x.ress, x.resCreated)
+		}
 		// A lease has a handful of events: sorting each alone is
 		// cheaper than sorting them all.
 		slices.SortFunc(ls[i].evs, func(a, b *models.Event) int {
@@ -341,6 +366,17 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 // rather than Describe's IN lists of ids.
 type listDescriber interface {
 	DescribeListed(ctx context.Context, d *sql.DB, project *string) (map[string]map[string]any, error)
+}
+
+// sortReservations sorts a lease's few reservations by created (their
+// stored created_at) then id: insertion sort on both slices.
+func sortReservations(ress []*models.Reservation, created []string) {
+	for i := 1; i < len(ress); i++ {
+		for j := i; j > 0 && cmp.Or(strings.Compare(created[j], created[j-1]), strings.Compare(ress[j].ID, ress[j-1].ID)) < 0; j-- {
+			ress[j], ress[j-1] = ress[j-1], ress[j]
+			created[j], created[j-1] = created[j-1], created[j]
+		}
+	}
 }
 
 // query runs q and calls scan for each row.
