@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
@@ -130,53 +131,66 @@ func (s *Service) joinAllocations(ctx context.Context, d *sql.DB) (map[string][]
 	type window struct {
 		start, end leases.TimeCol
 	}
-	live := map[string]*window{}
-	err := eachRow(ctx, d, "SELECT id, "+leases.TimeExpr(db.SQLite, "start_date")+", "+leases.TimeExpr(db.SQLite, "end_date")+
-		" FROM leases WHERE end_date >= ?", []any{s.now().UTC()}, func(rows *sql.Rows) error {
-		var id string
-		w := &window{}
-		if err := rows.Scan(leases.Str{P: &id}, &w.start, &w.end); err != nil {
-			return err
-		}
-		live[id] = w
-		return nil
+	type alloc struct{ host, res string }
+	var (
+		live    = map[string]*window{}
+		leaseOf = map[string]string{}
+		allocs  []alloc
+		errs    [3]error
+		wg      sync.WaitGroup
+	)
+	// The three tables are read concurrently, each on its own connection.
+	wg.Go(func() {
+		errs[0] = eachRow(ctx, d, "SELECT id, "+leases.TimeExpr(db.SQLite, "start_date")+", "+leases.TimeExpr(db.SQLite, "end_date")+
+			" FROM leases WHERE end_date >= ?", []any{s.now().UTC()}, func(rows *sql.Rows) error {
+			var id string
+			w := &window{}
+			if err := rows.Scan(leases.Str{P: &id}, &w.start, &w.end); err != nil {
+				return err
+			}
+			live[id] = w
+			return nil
+		})
 	})
-	if err != nil {
-		return nil, err
-	}
-	leaseOf := map[string]string{}
-	err = eachRow(ctx, d, "SELECT id, lease_id FROM reservations", nil, func(rows *sql.Rows) error {
-		var id, lease string
-		if err := rows.Scan(leases.Str{P: &id}, leases.Str{P: &lease}); err != nil {
-			return err
-		}
-		if _, ok := live[lease]; ok {
+	wg.Go(func() {
+		errs[1] = eachRow(ctx, d, "SELECT id, lease_id FROM reservations", nil, func(rows *sql.Rows) error {
+			var id, lease string
+			if err := rows.Scan(leases.Str{P: &id}, leases.Str{P: &lease}); err != nil {
+				return err
+			}
 			leaseOf[id] = lease
-		}
-		return nil
+			return nil
+		})
 	})
-	if err != nil {
-		return nil, err
+	wg.Go(func() {
+		errs[2] = eachRow(ctx, d, "SELECT compute_host_id, reservation_id FROM computehost_allocations", nil, func(rows *sql.Rows) error {
+			var x alloc
+			if err := rows.Scan(leases.Str{P: &x.host}, leases.Str{P: &x.res}); err != nil {
+				return err
+			}
+			allocs = append(allocs, x)
+			return nil
+		})
+	})
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	type row struct {
 		host, id, lease string
 		w               *window
 	}
-	var all []row
-	err = eachRow(ctx, d, "SELECT compute_host_id, reservation_id FROM computehost_allocations", nil, func(rows *sql.Rows) error {
-		var x row
-		if err := rows.Scan(leases.Str{P: &x.host}, leases.Str{P: &x.id}); err != nil {
-			return err
+	all := make([]row, 0, len(allocs))
+	for _, a := range allocs {
+		lease, ok := leaseOf[a.res]
+		if !ok {
+			continue
 		}
-		var ok bool
-		if x.lease, ok = leaseOf[x.id]; ok {
-			x.w = live[x.lease]
-			all = append(all, x)
+		if w := live[lease]; w != nil {
+			all = append(all, row{a.host, a.res, lease, w})
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	// Rows equal in both keys render the same on one host: an unstable
 	// sort gives the same body.

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -245,8 +246,10 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 	t := func(col string) string { return TimeExpr(s.db.Dialect, col) }
 	var join, where string
 	var args []any
+	var project *string
 	if !c.Admin {
 		join, where, args = " JOIN leases l ON l.id = x.lease_id", " WHERE l.project_id = ?", []any{c.ProjectID}
+		project = &c.ProjectID
 	}
 	// SQLite sorts the rows of an unindexed ORDER BY in a sorter as slow
 	// as the scan itself: there the rows are sorted here instead, by the
@@ -258,76 +261,106 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 		}
 		return " ORDER BY " + cols
 	}
-	out := &listing{}
-	byID := map[string]*listedLease{}
-	var ls []listedLease
-	err = query(ctx, sqlDB, "SELECT l.id, l.name, l.user_id, l.project_id, "+t("l.start_date")+", "+t("l.end_date")+
-		", l.trust_id, l.status, l.degraded, "+t("l.created_at")+", "+t("l.updated_at")+
-		" FROM leases l"+where+order("l.created_at, l.id"), args, func(rows *sql.Rows) error {
-		var x listedLease
-		var start, end, created, updated TimeCol
-		if err := rows.Scan(Str{&x.l.ID}, Str{&x.l.Name}, Str{&x.l.UserID}, Str{&x.l.ProjectID}, &start, &end,
-			Str{&x.l.TrustID}, Str{&x.l.Status}, &x.l.Degraded, &created, &updated); err != nil {
-			return err
-		}
-		x.l.StartDate, x.l.EndDate, x.l.CreatedAt, x.l.UpdatedAt = start.T, end.T, created.T, updated.Ptr()
-		x.created = created.Raw
-		ls = append(ls, x)
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	type resRow struct {
+		r       *models.Reservation
+		created string
 	}
-	if s.db.Dialect == db.SQLite {
-		slices.SortFunc(ls, func(a, b listedLease) int {
-			return cmp.Or(strings.Compare(a.created, b.created), strings.Compare(a.l.ID, b.l.ID))
+	var (
+		ls    []listedLease
+		rs    []resRow
+		evs   []*models.Event
+		extra map[string]map[string]any
+		errs  [3]error
+		wg    sync.WaitGroup
+	)
+	// The three tables are read concurrently, each on its own
+	// connection; rows of a lease created between two reads have no
+	// lease here and are left out.
+	wg.Go(func() {
+		errs[0] = query(ctx, sqlDB, "SELECT l.id, l.name, l.user_id, l.project_id, "+t("l.start_date")+", "+t("l.end_date")+
+			", l.trust_id, l.status, l.degraded, "+t("l.created_at")+", "+t("l.updated_at")+
+			" FROM leases l"+where+order("l.created_at, l.id"), args, func(rows *sql.Rows) error {
+			var x listedLease
+			var start, end, created, updated TimeCol
+			if err := rows.Scan(Str{&x.l.ID}, Str{&x.l.Name}, Str{&x.l.UserID}, Str{&x.l.ProjectID}, &start, &end,
+				Str{&x.l.TrustID}, Str{&x.l.Status}, &x.l.Degraded, &created, &updated); err != nil {
+				return err
+			}
+			x.l.StartDate, x.l.EndDate, x.l.CreatedAt, x.l.UpdatedAt = start.T, end.T, created.T, updated.Ptr()
+			x.created = created.Raw
+			ls = append(ls, x)
+			return nil
 		})
+		if errs[0] == nil && s.db.Dialect == db.SQLite {
+			slices.SortFunc(ls, func(a, b listedLease) int {
+				return cmp.Or(strings.Compare(a.created, b.created), strings.Compare(a.l.ID, b.l.ID))
+			})
+		}
+	})
+	wg.Go(func() {
+		errs[1] = query(ctx, sqlDB, "SELECT x.id, x.lease_id, x.resource_id, x.resource_type, x.status, x.missing_resources, x.resources_changed, "+
+			t("x.created_at")+", "+t("x.updated_at")+" FROM reservations x"+join+where+order("x.created_at, x.id"), args, func(rows *sql.Rows) error {
+			r := &models.Reservation{}
+			var created, updated TimeCol
+			if err := rows.Scan(Str{&r.ID}, Str{&r.LeaseID}, Str{&r.ResourceID}, Str{&r.ResourceType}, Str{&r.Status},
+				&r.MissingResources, &r.ResourcesChanged, &created, &updated); err != nil {
+				return err
+			}
+			r.CreatedAt, r.UpdatedAt = created.T, updated.Ptr()
+			rs = append(rs, resRow{r, created.Raw})
+			return nil
+		})
+		if errs[1] != nil || len(rs) == 0 {
+			return
+		}
+		ress := make([]*models.Reservation, len(rs))
+		for i := range rs {
+			ress[i] = rs[i].r
+		}
+		extra, errs[1] = s.describe(ctx, s.db.DB, ress, func(p plugins.Plugin) (map[string]map[string]any, bool, error) {
+			if l, ok := p.(listDescriber); ok {
+				m, err := l.DescribeListed(ctx, sqlDB, project)
+				return m, true, err
+			}
+			return nil, false, nil
+		})
+	})
+	wg.Go(func() {
+		errs[2] = query(ctx, sqlDB, "SELECT x.id, x.lease_id, x.event_type, "+t("x.time")+", x.status, "+t("x.created_at")+", "+t("x.updated_at")+
+			" FROM events x"+join+where, args, func(rows *sql.Rows) error {
+			e := &models.Event{}
+			var at, created, updated TimeCol
+			if err := rows.Scan(Str{&e.ID}, Str{&e.LeaseID}, Str{&e.EventType}, &at, Str{&e.Status}, &created, &updated); err != nil {
+				return err
+			}
+			e.Time, e.CreatedAt, e.UpdatedAt = at.T, created.T, updated.Ptr()
+			evs = append(evs, e)
+			return nil
+		})
+	})
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
-	out.leases = ls
+	out := &listing{leases: ls, extra: extra}
+	byID := make(map[string]*listedLease, len(ls))
 	for i := range ls {
 		byID[ls[i].l.ID] = &ls[i]
 	}
-	if len(ls) == 0 {
-		return out, nil
+	for _, x := range rs {
+		if l := byID[x.r.LeaseID]; l != nil {
+			l.ress = append(l.ress, x.r)
+			l.resCreated = append(l.resCreated, x.created)
+			out.nRes++
+		}
 	}
-	// Rows of a lease created between two queries have no lease here
-	// and are left out.
-	var ress []*models.Reservation
-	err = query(ctx, sqlDB, "SELECT x.id, x.lease_id, x.resource_id, x.resource_type, x.status, x.missing_resources, x.resources_changed, "+
-		t("x.created_at")+", "+t("x.updated_at")+" FROM reservations x"+join+where+order("x.created_at, x.id"), args, func(rows *sql.Rows) error {
-		r := &models.Reservation{}
-		var created, updated TimeCol
-		if err := rows.Scan(Str{&r.ID}, Str{&r.LeaseID}, Str{&r.ResourceID}, Str{&r.ResourceType}, Str{&r.Status},
-			&r.MissingResources, &r.ResourcesChanged, &created, &updated); err != nil {
-			return err
-		}
-		r.CreatedAt, r.UpdatedAt = created.T, updated.Ptr()
-		if x := byID[r.LeaseID]; x != nil {
-			x.ress = append(x.ress, r)
-			x.resCreated = append(x.resCreated, created.Raw)
-			ress = append(ress, r)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = query(ctx, sqlDB, "SELECT x.id, x.lease_id, x.event_type, "+t("x.time")+", x.status, "+t("x.created_at")+", "+t("x.updated_at")+
-		" FROM events x"+join+where, args, func(rows *sql.Rows) error {
-		e := &models.Event{}
-		var at, created, updated TimeCol
-		if err := rows.Scan(Str{&e.ID}, Str{&e.LeaseID}, Str{&e.EventType}, &at, Str{&e.Status}, &created, &updated); err != nil {
-			return err
-		}
-		e.Time, e.CreatedAt, e.UpdatedAt = at.T, created.T, updated.Ptr()
-		if x := byID[e.LeaseID]; x != nil {
-			x.evs = append(x.evs, e)
+	for _, e := range evs {
+		if l := byID[e.LeaseID]; l != nil {
+			l.evs = append(l.evs, e)
 			out.nEv++
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	for i := range ls {
 		if x := &ls[i]; s.db.Dialect == db.SQLite && len(x.ress) > 1 {
@@ -345,19 +378,7 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 			return 0
 		})
 	}
-	out.nRes = len(ress)
-	var project *string
-	if !c.Admin {
-		project = &c.ProjectID
-	}
-	out.extra, err = s.describe(ctx, s.db.DB, ress, func(p plugins.Plugin) (map[string]map[string]any, bool, error) {
-		if l, ok := p.(listDescriber); ok {
-			m, err := l.DescribeListed(ctx, sqlDB, project)
-			return m, true, err
-		}
-		return nil, false, nil
-	})
-	return out, err
+	return out, nil
 }
 
 // listDescriber is implemented by plugins that describe the reservations
