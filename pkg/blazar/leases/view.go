@@ -266,12 +266,14 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 		created string
 	}
 	var (
-		ls    []listedLease
-		rs    []resRow
-		evs   []*models.Event
-		extra map[string]map[string]any
-		errs  [3]error
-		wg    sync.WaitGroup
+		evSlab  slab[models.Event]
+		resSlab slab[models.Reservation]
+		ls      []listedLease
+		rs      []resRow
+		evs     []*models.Event
+		extra   map[string]map[string]any
+		errs    [3]error
+		wg      sync.WaitGroup
 	)
 	// The three tables are read concurrently, each on its own
 	// connection; rows of a lease created between two reads have no
@@ -300,7 +302,7 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 	wg.Go(func() {
 		errs[1] = query(ctx, sqlDB, "SELECT x.id, x.lease_id, x.resource_id, x.resource_type, x.status, x.missing_resources, x.resources_changed, "+
 			t("x.created_at")+", "+t("x.updated_at")+" FROM reservations x"+join+where+order("x.created_at, x.id"), args, func(rows *sql.Rows) error {
-			r := &models.Reservation{}
+			r := resSlab.next()
 			var created, updated TimeCol
 			if err := rows.Scan(Str{&r.ID}, Str{&r.LeaseID}, Str{&r.ResourceID}, Str{&r.ResourceType}, Str{&r.Status},
 				&r.MissingResources, &r.ResourcesChanged, &created, &updated); err != nil {
@@ -328,7 +330,7 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 	wg.Go(func() {
 		errs[2] = query(ctx, sqlDB, "SELECT x.id, x.lease_id, x.event_type, "+t("x.time")+", x.status, "+t("x.created_at")+", "+t("x.updated_at")+
 			" FROM events x"+join+where, args, func(rows *sql.Rows) error {
-			e := &models.Event{}
+			e := evSlab.next()
 			var at, created, updated TimeCol
 			if err := rows.Scan(Str{&e.ID}, Str{&e.LeaseID}, Str{&e.EventType}, &at, Str{&e.Status}, &created, &updated); err != nil {
 				return err
@@ -387,6 +389,18 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 // rather than Describe's IN lists of ids.
 type listDescriber interface {
 	DescribeListed(ctx context.Context, d *sql.DB, project *string) (map[string]map[string]any, error)
+}
+
+// slab hands out pointers to values allocated a chunk at a time: one
+// allocation per chunk rather than per row.
+type slab[T any] struct{ chunk []T }
+
+func (s *slab[T]) next() *T {
+	if len(s.chunk) == cap(s.chunk) {
+		s.chunk = make([]T, 0, 512)
+	}
+	s.chunk = s.chunk[:len(s.chunk)+1]
+	return &s.chunk[len(s.chunk)-1]
 }
 
 // sortReservations sorts a lease's few reservations by created (their
@@ -684,19 +698,53 @@ var jsonPlain = func() (t [256]bool) {
 }()
 
 // AppendString appends s quoted as encoding/json writes it (HTML
-// characters escaped, invalid UTF-8 replaced): plain ASCII directly,
-// anything else through encoding/json itself.
+// characters escaped, invalid UTF-8 replaced): ASCII directly, a string
+// with any other byte through encoding/json itself.
 func AppendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if !jsonPlain[s[i]] {
+	i := 0
+	for i < len(s) && jsonPlain[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	for j := i; j < len(s); j++ {
+		if s[j] >= 0x80 {
 			enc, _ := json.Marshal(s) // a string always encodes
 			return append(b, enc...)
 		}
 	}
 	b = append(b, '"')
-	b = append(b, s...)
+	b = append(b, s[:i]...)
+	for ; i < len(s); i++ {
+		c := s[i]
+		if jsonPlain[c] {
+			b = append(b, c)
+			continue
+		}
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default: // other control characters and <, >, &
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+	}
 	return append(b, '"')
 }
+
+const hexDigits = "0123456789abcdef"
 
 // AppendDate appends FormatDate(t) as a JSON string.
 func AppendDate(b []byte, t time.Time) []byte {
