@@ -12,6 +12,7 @@ import (
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
+	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 	"github.com/leasehold/leasehold/plugins/floatingip"
 )
@@ -94,5 +95,41 @@ func TestListMatchesGet(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestListInMemory: the listing reads its tables concurrently; on a
+// private in-memory database (one connection) the reads take turns.
+func TestListInMemory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := db.Open(ctx, "sqlite://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	if err := d.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	svc, _ := leasestest.New(d, leasestest.NewHosts(2, nil), leasestest.NewClock(t0), leasestest.Options{MinutesBeforeEndLease: 60})
+	a := create(t, svc, owner, "a", "2030-01-02 12:00", "2030-01-03 12:00", leasestest.HostReservation(1, 1, "", ""))
+	done := make(chan error, 1)
+	var got []*leases.View
+	go func() {
+		var err error
+		got, err = svc.List(ctx, owner)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("List did not return")
+	}
+	want, _ := json.Marshal([]*leases.View{a})
+	if b, _ := json.Marshal(got); string(b) != string(want) {
+		t.Errorf("got %s\nwant %s", b, want)
 	}
 }
