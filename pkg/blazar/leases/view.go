@@ -181,9 +181,10 @@ func lessEvent(a, b *models.Event) bool {
 }
 
 // The listing read path (GET /v1/leases): a fixed number of queries
-// (leases, reservations, events, then one per plugin and 500
-// reservations), typed rows scanned with database/sql instead of GORM's
-// reflection, and the JSON appended from those rows into one pre-sized
+// (leases, reservations and events, read concurrently, and one or two
+// per plugin through DescribeListed; a plugin without it is asked per
+// 500 reservations), typed rows scanned with database/sql instead of
+// GORM's reflection, and the JSON appended from those rows into one pre-sized
 // buffer. The bytes are those encoding/json writes for []*View: struct
 // fields in declaration order, reservation keys sorted (a map), strings
 // escaped as encoding/json escapes them.
