@@ -154,15 +154,13 @@ func (h *hostHandlers) allocations(w http.ResponseWriter, r *http.Request) error
 	if err := authorize(r.Context(), "blazar:oshosts:get_allocations", ""); err != nil {
 		return err
 	}
-	list, err := h.svc.Allocations(r.Context(), allocationFilter(r))
+	// The body is what WriteJSON writes for {"allocations": [allocationView
+	// of each]}, rendered from the rows without building the maps.
+	b, err := h.svc.AppendAllocations(r.Context(), allocationFilter(r), append(make([]byte, 0, 64), `{"allocations":`...))
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, len(list))
-	for i := range list {
-		out[i] = allocationView(&list[i])
-	}
-	return WriteJSON(w, http.StatusOK, map[string]any{"allocations": out})
+	return writeRawJSON(w, http.StatusOK, append(b, '}'))
 }
 
 func (h *hostHandlers) allocation(w http.ResponseWriter, r *http.Request) error {

@@ -51,11 +51,21 @@ func (h *leaseHandlers) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ls, err := h.svc.List(r.Context(), c)
+	// The body is what WriteJSON writes for {"leases": svc.List(...)},
+	// rendered from the typed rows without building the views.
+	b, err := h.svc.AppendList(r.Context(), c, append(make([]byte, 0, 1024), `{"leases":`...))
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, map[string]any{"leases": ls})
+	return writeRawJSON(w, http.StatusOK, append(b, '}'))
+}
+
+// writeRawJSON writes an already encoded JSON body as WriteJSON does.
+func writeRawJSON(w http.ResponseWriter, status int, body []byte) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err := w.Write(body)
+	return err
 }
 
 func (h *leaseHandlers) show(w http.ResponseWriter, r *http.Request) error {

@@ -2,10 +2,15 @@ package hosts
 
 import (
 	"context"
+	"database/sql"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
-	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/blazar/leases"
+	"github.com/leasehold/leasehold/pkg/db"
 )
 
 // HostReservation is one reservation holding a host, with its lease's
@@ -33,20 +38,188 @@ type HostAllocation struct {
 // Allocations returns one entry per registered host, by id, with the
 // reservations holding it.
 func (s *Service) Allocations(ctx context.Context, f AllocationFilter) ([]HostAllocation, error) {
-	var ids []int64
-	if err := s.db.WithContext(ctx).Model(&models.ComputeHost{}).Order("id").Pluck("id", &ids).Error; err != nil {
-		return nil, err
-	}
-	byHost, err := s.hostAllocations(ctx, f, "")
+	ids, byHost, err := s.allAllocations(ctx, f)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]HostAllocation, len(ids))
-	for i, n := range ids {
-		id := strconv.FormatInt(n, 10)
+	for i, id := range ids {
 		out[i] = HostAllocation{ResourceID: id, Reservations: nonNil(byHost[id])}
 	}
 	return out, nil
+}
+
+// AppendAllocations appends to b the JSON array of Allocations as the API
+// shows it (what encoding/json writes for each host's
+// {"resource_id", "reservations": [{"id", "lease_id", "start_date",
+// "end_date"}]} maps: keys sorted), rendered from the rows.
+func (s *Service) AppendAllocations(ctx context.Context, f AllocationFilter, b []byte) ([]byte, error) {
+	ids, byHost, err := s.allAllocations(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, rs := range byHost {
+		n += len(rs)
+	}
+	// A generous estimate of the body: one allocation for the whole of it.
+	b = slices.Grow(b, 2+40*len(ids)+190*n)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"reservations":[`...)
+		for j, r := range byHost[id] {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"end_date":`...)
+			b = leases.AppendDate(b, r.EndDate)
+			b = append(b, `,"id":`...)
+			b = leases.AppendString(b, r.ID)
+			b = append(b, `,"lease_id":`...)
+			b = leases.AppendString(b, r.LeaseID)
+			b = append(b, `,"start_date":`...)
+			b = leases.AppendDate(b, r.StartDate)
+			b = append(b, '}')
+		}
+		b = append(b, `],"resource_id":`...)
+		b = leases.AppendString(b, id)
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
+}
+
+// allAllocations reads the API ids of every host, in id order, and the
+// reservations holding them: two queries, typed rows.
+func (s *Service) allAllocations(ctx context.Context, f AllocationFilter) ([]string, map[string][]HostReservation, error) {
+	sqlDB, err := s.db.DB.DB()
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := sqlDB.QueryContext(ctx, "SELECT id FROM computehosts ORDER BY id")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			return nil, nil, err
+		}
+		ids = append(ids, strconv.FormatInt(n, 10))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	if s.db.Dialect == db.SQLite && f == (AllocationFilter{}) {
+		byHost, err := s.joinAllocations(ctx, sqlDB)
+		return ids, byHost, err
+	}
+	byHost, err := s.hostAllocations(ctx, sqlDB, f, "")
+	return ids, byHost, err
+}
+
+// joinAllocations is hostAllocations for every host and no filter on
+// SQLite, where three table scans joined in memory cost a quarter of
+// the three-table join: SQLite looks up each reservation and each lease
+// by its text key. The order is the join's: start date as stored (text,
+// so compared bytewise as SQLite compares it), then reservation id.
+func (s *Service) joinAllocations(ctx context.Context, d *sql.DB) (map[string][]HostReservation, error) {
+	type window struct {
+		start, end leases.TimeCol
+	}
+	type alloc struct{ host, res string }
+	var (
+		live    = map[string]*window{}
+		leaseOf = map[string]string{}
+		allocs  []alloc
+		errs    [3]error
+		wg      sync.WaitGroup
+	)
+	// The three tables are read concurrently, each on its own connection.
+	wg.Go(func() {
+		errs[0] = eachRow(ctx, d, "SELECT id, "+leases.TimeExpr(db.SQLite, "start_date")+", "+leases.TimeExpr(db.SQLite, "end_date")+
+			" FROM leases WHERE end_date >= ?", []any{s.now().UTC()}, func(rows *sql.Rows) error {
+			var id string
+			w := &window{}
+			if err := rows.Scan(leases.Str{P: &id}, &w.start, &w.end); err != nil {
+				return err
+			}
+			live[id] = w
+			return nil
+		})
+	})
+	wg.Go(func() {
+		errs[1] = eachRow(ctx, d, "SELECT id, lease_id FROM reservations", nil, func(rows *sql.Rows) error {
+			var id, lease string
+			if err := rows.Scan(leases.Str{P: &id}, leases.Str{P: &lease}); err != nil {
+				return err
+			}
+			leaseOf[id] = lease
+			return nil
+		})
+	})
+	wg.Go(func() {
+		errs[2] = eachRow(ctx, d, "SELECT compute_host_id, reservation_id FROM computehost_allocations", nil, func(rows *sql.Rows) error {
+			var x alloc
+			if err := rows.Scan(leases.Str{P: &x.host}, leases.Str{P: &x.res}); err != nil {
+				return err
+			}
+			allocs = append(allocs, x)
+			return nil
+		})
+	})
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	type row struct {
+		host, id, lease string
+		w               *window
+	}
+	all := make([]row, 0, len(allocs))
+	for _, a := range allocs {
+		lease, ok := leaseOf[a.res]
+		if !ok {
+			continue
+		}
+		if w := live[lease]; w != nil {
+			all = append(all, row{a.host, a.res, lease, w})
+		}
+	}
+	// Rows equal in both keys render the same on one host: an unstable
+	// sort gives the same body.
+	slices.SortFunc(all, func(a, b row) int {
+		if c := strings.Compare(a.w.start.Raw, b.w.start.Raw); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	out := map[string][]HostReservation{}
+	for _, x := range all {
+		out[x.host] = append(out[x.host], HostReservation{ID: x.id, LeaseID: x.lease, StartDate: x.w.start.T, EndDate: x.w.end.T})
+	}
+	return out, nil
+}
+
+// eachRow runs q and calls scan for each row.
+func eachRow(ctx context.Context, d *sql.DB, q string, args []any, scan func(*sql.Rows) error) error {
+	rows, err := d.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // Allocation returns the allocation view of one host (errs.NotFound if
@@ -56,7 +229,11 @@ func (s *Service) Allocation(ctx context.Context, id string, f AllocationFilter)
 	if err != nil {
 		return nil, err
 	}
-	byHost, err := s.hostAllocations(ctx, f, h.ID)
+	sqlDB, err := s.db.DB.DB()
+	if err != nil {
+		return nil, err
+	}
+	byHost, err := s.hostAllocations(ctx, sqlDB, f, h.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -67,40 +244,44 @@ func (s *Service) Allocation(ctx context.Context, id string, f AllocationFilter)
 // only, unless ""), keyed by the host's API id, by start date then
 // reservation id. Host and instance reservations share
 // computehost_allocations.
-func (s *Service) hostAllocations(ctx context.Context, f AllocationFilter, hostID string) (map[string][]HostReservation, error) {
-	q := s.db.WithContext(ctx).Table("computehost_allocations AS a").
-		Select("a.compute_host_id, a.reservation_id, r.lease_id, l.start_date, l.end_date").
-		Joins("JOIN reservations r ON r.id = a.reservation_id").
-		Joins("JOIN leases l ON l.id = r.lease_id")
+func (s *Service) hostAllocations(ctx context.Context, d *sql.DB, f AllocationFilter, hostID string) (map[string][]HostReservation, error) {
+	t := func(col string) string { return leases.TimeExpr(s.db.Dialect, col) }
+	q := "SELECT a.compute_host_id, a.reservation_id, r.lease_id, " + t("l.start_date") + ", " + t("l.end_date") +
+		" FROM computehost_allocations a JOIN reservations r ON r.id = a.reservation_id JOIN leases l ON l.id = r.lease_id WHERE 1 = 1"
+	var args []any
 	if hostID != "" {
-		q = q.Where("a.compute_host_id = ?", hostID)
+		q += " AND a.compute_host_id = ?"
+		args = append(args, hostID)
 	}
 	if f.LeaseID != "" {
-		q = q.Where("r.lease_id = ?", f.LeaseID)
+		q += " AND r.lease_id = ?"
+		args = append(args, f.LeaseID)
 	}
 	if f.ReservationID != "" {
-		q = q.Where("a.reservation_id = ?", f.ReservationID)
+		q += " AND a.reservation_id = ?"
+		args = append(args, f.ReservationID)
 	}
 	if f.LeaseID == "" && f.ReservationID == "" {
-		q = q.Where("l.end_date >= ?", s.now().UTC())
+		q += " AND l.end_date >= ?"
+		args = append(args, s.now().UTC())
 	}
-	var rows []struct {
-		ComputeHostID string
-		ReservationID string
-		LeaseID       string
-		StartDate     time.Time
-		EndDate       time.Time
-	}
-	if err := q.Order("l.start_date, a.reservation_id").Scan(&rows).Error; err != nil {
+	rows, err := d.QueryContext(ctx, q+" ORDER BY l.start_date, a.reservation_id", args...)
+	if err != nil {
 		return nil, err
 	}
+	defer rows.Close()
 	out := map[string][]HostReservation{}
-	for _, r := range rows {
-		out[r.ComputeHostID] = append(out[r.ComputeHostID], HostReservation{
-			ID: r.ReservationID, LeaseID: r.LeaseID, StartDate: r.StartDate.UTC(), EndDate: r.EndDate.UTC(),
-		})
+	for rows.Next() {
+		var host string
+		var r HostReservation
+		var start, end leases.TimeCol
+		if err := rows.Scan(leases.Str{P: &host}, leases.Str{P: &r.ID}, leases.Str{P: &r.LeaseID}, &start, &end); err != nil {
+			return nil, err
+		}
+		r.StartDate, r.EndDate = start.T, end.T
+		out[host] = append(out[host], r)
 	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // nonNil is rs, or an empty list (shown as [] rather than null).

@@ -210,20 +210,6 @@ func (s *Service) eachLive(ress []models.Reservation, keep func(status string) b
 	return nil
 }
 
-// List returns the leases the caller may see: its project's, or all for
-// an admin.
-func (s *Service) List(ctx context.Context, c Caller) ([]*View, error) {
-	q := s.db.WithContext(ctx).Order("created_at, id")
-	if !c.Admin {
-		q = q.Where("project_id = ?", c.ProjectID)
-	}
-	var ls []models.Lease
-	if err := q.Find(&ls).Error; err != nil {
-		return nil, err
-	}
-	return s.views(ctx, s.db.DB, ls)
-}
-
 // Get returns one lease; another project's lease is a 403 (policy).
 func (s *Service) Get(ctx context.Context, c Caller, id string) (*View, error) {
 	var l models.Lease
