@@ -163,6 +163,14 @@ var endpoints = []endpoint{
 	{Placement, "POST", "/reshaper", (*Generator).reshaperBody},
 }
 
+// since is the first Placement microversion (1.N) of a route, where it
+// is above 1.0, so most requests ask for a version that has it.
+var since = map[string]int{
+	"/allocation_candidates": 10, "/allocations": 13, "/reshaper": 30, "/usages": 9,
+	"/resource_classes": 2, "/resource_classes/{rc}": 2, "/traits": 6, "/traits/{trait}": 6,
+	"/resource_providers/{rp}/traits": 6,
+}
+
 // Generator makes requests from a seeded random source.
 type Generator struct {
 	rng *rand.Rand
@@ -400,11 +408,14 @@ func (g *Generator) word() string {
 
 // query returns a query string for GET listings (valid and not).
 func (g *Generator) query(ep endpoint) string {
-	if ep.method != "GET" || !g.pct(40) {
+	if ep.method != "GET" || !g.pct(40) && (ep.path != "/allocation_candidates" || g.pct(10)) {
 		if g.pct(3) {
 			return pick(g, []string{"%zz", "a=%", "&&&", "=", "x=" + strings.Repeat("y", 3000)})
 		}
 		return ""
+	}
+	if (ep.path == "/allocation_candidates" || ep.path == "/resource_providers") && g.pct(70) {
+		return g.candidatesQuery(ep.path == "/allocation_candidates")
 	}
 	var keys []string
 	switch ep.path {
@@ -428,6 +439,58 @@ func (g *Generator) query(ep endpoint) string {
 	for range 1 + g.rng.IntN(3) {
 		k := pick(g, keys)
 		parts = append(parts, escapeQuery(k)+"="+escapeQuery(g.queryValue(k)))
+	}
+	return strings.Join(parts, "&")
+}
+
+// candidatesQuery is a mostly valid query of GET /allocation_candidates
+// (groups, policies, traits, aggregates, trees) or of GET
+// /resource_providers (the unnumbered filters), one value sometimes junk.
+func (g *Generator) candidatesQuery(groups bool) string {
+	res := func() string {
+		r := fmt.Sprintf("VCPU:%d", 1+g.rng.IntN(4))
+		if g.pct(60) {
+			r += fmt.Sprintf(",MEMORY_MB:%d", 256*(1+g.rng.IntN(8)))
+		}
+		if g.pct(30) {
+			r += fmt.Sprintf(",DISK_GB:%d", 1+g.rng.IntN(100))
+		}
+		if g.pct(10) {
+			r += "," + pick(g, g.ids[kRC]) + ":1"
+		}
+		return r
+	}
+	q := [][2]string{{"resources", res()}}
+	add := func(p int, k, v string) {
+		if g.pct(p) {
+			q = append(q, [2]string{k, v})
+		}
+	}
+	add(20, "required", pick(g, []string{pick(g, g.ids[kTrait]), "!" + pick(g, g.ids[kTrait]), "in:" + pick(g, g.ids[kTrait]) + "," + pick(g, g.ids[kTrait])}))
+	add(15, "member_of", pick(g, []string{g.UUID(), "in:" + g.UUID() + "," + g.UUID(), "!" + g.UUID()}))
+	if len(g.ids[kRP]) > 0 {
+		add(15, "in_tree", pick(g, g.ids[kRP]))
+	}
+	if groups {
+		add(30, "limit", strconv.Itoa(1+g.rng.IntN(10)))
+		if g.pct(40) {
+			for _, sfx := range []string{"1", "_A", "2"}[:1+g.rng.IntN(3)] {
+				q = append(q, [2]string{"resources" + sfx, res()})
+				add(20, "required"+sfx, pick(g, g.ids[kTrait]))
+				add(10, "member_of"+sfx, g.UUID())
+			}
+			q = append(q, [2]string{"group_policy", pick(g, []string{"none", "isolate"})})
+			add(10, "same_subtree", "1,_A")
+		}
+		add(10, "root_required", pick(g, []string{"!COMPUTE_STATUS_DISABLED", "HW_CPU_X86_AVX2"}))
+	}
+	if g.pct(20) {
+		i := g.rng.IntN(len(q))
+		q[i][1] = pick(g, []string{g.junkID(), g.queryValue(q[i][0]), q[i][1] + ",", q[i][1] + ":1"})
+	}
+	parts := make([]string, len(q))
+	for i, kv := range q {
+		parts[i] = escapeQuery(kv[0]) + "=" + escapeQuery(kv[1])
 	}
 	return strings.Join(parts, "&")
 }
@@ -469,11 +532,11 @@ func escapeQuery(s string) string {
 func (g *Generator) headers(req *Request) {
 	h := req.Header
 	switch n := g.rng.IntN(100); {
-	case n < 70:
+	case n < 82:
 		h.Set("X-Auth-Token", "admin")
-	case n < 85:
+	case n < 91:
 		h.Set("X-Auth-Token", "user:project")
-	case n < 92:
+	case n < 95:
 		h.Set("X-Auth-Token", pick(g, []string{"junk", ":", "::", "user:", ":project", "é:ü", strings.Repeat("t", 2000)}))
 	}
 	if g.pct(5) {
@@ -490,10 +553,14 @@ func (g *Generator) headers(req *Request) {
 		svc = "reservation"
 	}
 	switch n := g.rng.IntN(100); {
-	case n < 40:
+	case n < 25:
 	case n < 75:
 		if req.API == Placement {
-			h.Set("OpenStack-API-Version", fmt.Sprintf("placement 1.%d", g.rng.IntN(40)))
+			lo := since[req.Route]
+			if g.pct(20) {
+				lo = 0
+			}
+			h.Set("OpenStack-API-Version", fmt.Sprintf("placement 1.%d", lo+g.rng.IntN(40-lo)))
 		} else {
 			h.Set("OpenStack-API-Version", "reservation 1.0")
 		}
@@ -603,6 +670,14 @@ func (g *Generator) mutate(v any, depth int) any {
 			x[pick(g, []string{"extra", "id", "uuid", "name", "", "é", strings.Repeat("k", 300)})] = g.randomValue()
 			return x
 		}
+	case int, float64:
+		if g.pct(60) {
+			return json.RawMessage(g.edgeNumber())
+		}
+	case string:
+		if g.pct(30) {
+			return g.edgeString(x)
+		}
 	case []any:
 		if len(x) > 0 && g.pct(70) && depth < 6 {
 			i := g.rng.IntN(len(x))
@@ -614,6 +689,40 @@ func (g *Generator) mutate(v any, depth int) any {
 		}
 	}
 	return g.randomValue()
+}
+
+// edgeNumber is a number at the edge of what the server may store or
+// compute with.
+func (g *Generator) edgeNumber() string {
+	return pick(g, []string{"0", "-1", "1", "2147483647", "2147483648", "-2147483649", "4294967296", "9223372036854775807",
+		"9223372036854775808", "-9223372036854775808", "1e308", "1.7976931348623157e308", "4.9e-324", "0.0001",
+		"3.4e38", "1e19", "0.5", "65535", "65536", "1e400", "100000000000000000000000000000000000000"})
+}
+
+// edgeString is s changed at its edges: empty, very long, unicode,
+// whitespace, case.
+func (g *Generator) edgeString(s string) string {
+	switch g.rng.IntN(8) {
+	case 0:
+		return ""
+	case 1:
+		return s + strings.Repeat("é", 300)
+	case 2:
+		return " " + s + " "
+	case 3:
+		return strings.ToUpper(s)
+	case 4:
+		return strings.ToLower(s)
+	case 5:
+		return s + "\u0000"
+	case 6:
+		return strings.Repeat(s, 100)
+	default:
+		if len(s) > 1 {
+			return s[:len(s)/2]
+		}
+		return s + s
+	}
 }
 
 func sortedKeys(m map[string]any) []string {
@@ -682,8 +791,13 @@ func (g *Generator) leaseBody() any {
 	start := 2030 + g.rng.IntN(3)
 	sd := fmt.Sprintf("%d-%02d-%02d %02d:%02d", start, 1+g.rng.IntN(12), 1+g.rng.IntN(28), g.rng.IntN(24), g.rng.IntN(60))
 	ed := fmt.Sprintf("%d-%02d-%02d %02d:%02d", start+1, 1+g.rng.IntN(12), 1+g.rng.IntN(28), g.rng.IntN(24), g.rng.IntN(60))
-	if g.pct(10) {
+	switch n := g.rng.IntN(100); {
+	case n < 10:
 		sd = "now"
+	case n < 14:
+		sd, ed = pick(g, []string{"0001-01-01 00:00", "1970-01-01 00:00", "2000-02-29 00:00"}), pick(g, []string{"9999-12-31 23:59", "2262-04-12 00:00", "2300-01-01 00:00"})
+	case n < 16:
+		ed = sd
 	}
 	var res []any
 	for range 1 + g.rng.IntN(2) {
@@ -719,7 +833,7 @@ func (g *Generator) leaseUpdateBody() any {
 	case 1:
 		return map[string]any{"end_date": g.date(12)}
 	case 2:
-		return map[string]any{"prolong_for": pick(g, []string{"1h", "2d", "30m", "1w", "0h", "-1d"})}
+		return map[string]any{"prolong_for": pick(g, []string{"1h", "2d", "30m", "1w", "0h", "-1d", "99999999999d", "9223372036854775807m", "1y", "h", "1.5h"})}
 	case 3:
 		return map[string]any{"reduce_by": pick(g, []string{"1h", "1d"}), "defer_by": "1h"}
 	default:
@@ -771,12 +885,15 @@ func (g *Generator) generation() any { return g.rng.IntN(4) }
 
 func (g *Generator) inventory() map[string]any {
 	inv := map[string]any{"total": 1 + g.rng.IntN(64)}
+	if g.pct(10) {
+		inv["total"] = json.RawMessage(pick(g, []string{"2147483647", "9223372036854775807", "4294967296"}))
+	}
 	if g.pct(50) {
 		inv["reserved"] = g.rng.IntN(2)
 		inv["min_unit"] = 1
 		inv["max_unit"] = 1 + g.rng.IntN(64)
 		inv["step_size"] = 1
-		inv["allocation_ratio"] = pick(g, []any{1.0, 16.0, 1.5})
+		inv["allocation_ratio"] = pick(g, []any{1.0, 16.0, 1.5, json.RawMessage("1e308"), json.RawMessage("3.4e38"), 0.0001})
 	}
 	return inv
 }
@@ -824,7 +941,7 @@ func (g *Generator) rpID() string {
 }
 
 func (g *Generator) allocationsOf() map[string]any {
-	return map[string]any{g.rpID(): map[string]any{"resources": map[string]any{pick(g, g.ids[kRC]): 1 + g.rng.IntN(4)}}}
+	return map[string]any{g.rpID(): map[string]any{"resources": map[string]any{pick(g, g.ids[kRC]): pick(g, []any{1, 2, 3, json.RawMessage("2147483647"), json.RawMessage("9223372036854775807")})}}}
 }
 
 func (g *Generator) allocationsPutBody() any {

@@ -187,6 +187,7 @@ func TestHTTPFuzz(t *testing.T) {
 		mu       sync.Mutex
 		statuses = map[int]int{}
 		perAPI   = map[API]int{}
+		perRoute = map[string]*[6]int{} // by status class 1xx..5xx
 		fivexx   int
 		failures []string
 		seen     = map[string]bool{}
@@ -251,6 +252,11 @@ func TestHTTPFuzz(t *testing.T) {
 				mu.Lock()
 				statuses[res.status]++
 				perAPI[req.API]++
+				rk := string(req.API) + " " + req.Route
+				if perRoute[rk] == nil {
+					perRoute[rk] = &[6]int{}
+				}
+				perRoute[rk][min(res.status/100, 5)]++
 				if res.status >= 500 {
 					fivexx++
 				}
@@ -290,6 +296,19 @@ func TestHTTPFuzz(t *testing.T) {
 	t.Logf("httpfuzz: seed %d: %d requests sent in %s (%.0f/s; blazar %d, placement %d), %d 5xx, %d server error log records",
 		seed, total, took.Round(time.Millisecond), float64(total)/took.Seconds(), perAPI[Blazar], perAPI[Placement], fivexx, logs.n.Load())
 	t.Logf("httpfuzz: statuses:%s", hist.String())
+	if testing.Verbose() {
+		rks := make([]string, 0, len(perRoute))
+		for k := range perRoute {
+			rks = append(rks, k)
+		}
+		sort.Strings(rks)
+		var b strings.Builder
+		for _, k := range rks {
+			c := perRoute[k]
+			fmt.Fprintf(&b, "\n  %-55s 2xx %6d  3xx %6d  4xx %6d  5xx %d", k, c[2], c[3], c[4], c[5])
+		}
+		t.Logf("httpfuzz: answers by route:%s", b.String())
+	}
 	if ctx.Err() != nil && total < int64(n) {
 		t.Logf("httpfuzz: time bound %s reached after %d of %d requests", *flagDuration, total, n)
 	}
