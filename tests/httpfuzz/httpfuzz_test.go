@@ -365,13 +365,24 @@ func setup(t *testing.T, g *Generator, snd *sender) {
 			"project_id":  g.UUID(), "user_id": g.UUID(), "consumer_generation": nil, "consumer_type": "INSTANCE",
 		})
 	}
-	for range 3 {
+	for range 6 {
 		do(Blazar, Main, "POST", "/v1/os-hosts", "/v1/os-hosts", map[string]any{"name": "setup-" + g.word() + g.UUID()[:8], "gpu": "true", "vcpus": "8"})
 	}
-	do(Blazar, Main, "POST", "/v1/leases", "/v1/leases", map[string]any{
-		"name": "setup-" + g.UUID(), "start_date": "2031-01-01 12:00", "end_date": "2031-01-02 12:00", "events": []any{},
-		"reservations": []any{map[string]any{"resource_type": "physical:host", "min": 1, "max": 1, "hypervisor_properties": "", "resource_properties": ""}},
-	})
+	net := g.UUID()
+	for i := range 2 {
+		do(Blazar, Main, "POST", "/v1/floatingips", "/v1/floatingips", map[string]any{"floating_network_id": net, "floating_ip_address": fmt.Sprintf("198.51.100.%d", 10+i+10*g.rng.IntN(20))})
+	}
+	for i := range 4 {
+		res := map[string]any{"resource_type": "physical:host", "min": 1, "max": 1, "hypervisor_properties": "", "resource_properties": ""}
+		if i%2 == 1 {
+			res = map[string]any{"resource_type": "virtual:floatingip", "network_id": net, "amount": 1}
+		}
+		year := 2040 + i + 10*g.rng.IntN(5)
+		do(Blazar, Main, "POST", "/v1/leases", "/v1/leases", map[string]any{
+			"name": "setup-" + g.UUID(), "start_date": fmt.Sprintf("%d-01-01 12:00", year), "end_date": fmt.Sprintf("%d-01-02 12:00", year),
+			"events": []any{}, "reservations": []any{res},
+		})
+	}
 }
 
 // check returns why res is not an answer the API may give to req, or "".
