@@ -230,7 +230,11 @@ func TestHTTPFuzz(t *testing.T) {
 				}
 				req := g.Next()
 				res, err := snd.send(req)
-				sent.Add(1)
+				if k := sent.Add(1); testing.Verbose() && n >= 100_000 && k%int64(n/10) == 0 {
+					mu.Lock()
+					t.Logf("httpfuzz: %d requests sent in %s, %d 5xx, %d failures", k, time.Since(start).Round(time.Second), fivexx, len(failures))
+					mu.Unlock()
+				}
 				if err != nil {
 					what := "no answer"
 					var ue *url.Error
