@@ -89,6 +89,7 @@ func startServer(t *testing.T) (mainURL, placementURL string, done <-chan error)
 	}
 	cfg.Database = dbtest.URL(t)
 	cfg.Listen, cfg.PlacementListen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Auth = "noauth" // the fuzzer names its callers by token
 	cfg.ShutdownTimeout = 10 * time.Second
 	s, err := server.New(context.Background(), cfg)
 	if err != nil {
