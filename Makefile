@@ -16,7 +16,13 @@ DATABASE         ?= sqlite:///leasehold.db
 # make image: the tag of the container image.
 IMAGE            ?= leasehold:$(VERSION)
 
-.PHONY: help build image run test bench bench-api bench-placement lint conformance conformance-mysql fmt clean mariadb-start mariadb-stop deps
+# make fuzz: requests, time bound, seed (0: from the clock) and senders of the HTTP fuzzer.
+FUZZ_N        ?= 1000000
+FUZZ_DURATION ?= 45m
+FUZZ_SEED     ?= 0
+FUZZ_WORKERS  ?= 2
+
+.PHONY: help build image run test fuzz bench bench-api bench-placement lint conformance conformance-mysql fmt clean mariadb-start mariadb-stop deps
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -35,6 +41,10 @@ run: build ## build and serve on SQLite leasehold.db (Blazar+Placement on :1234,
 
 test: ## ALL tests: go test -race on SQLite, on MariaDB, Placement conformance on both
 	@scripts/test.sh
+
+fuzz: ## HTTP fuzzer: FUZZ_N (10^6) generated requests over both APIs to one server, bounded by FUZZ_DURATION; prints counts, statuses, 5xx
+	LEASEHOLD_HTTPFUZZ_N=$(FUZZ_N) LEASEHOLD_HTTPFUZZ_DURATION=$(FUZZ_DURATION) LEASEHOLD_HTTPFUZZ_SEED=$(FUZZ_SEED) \
+	LEASEHOLD_HTTPFUZZ_WORKERS=$(FUZZ_WORKERS) $(GO) test -count=1 -v -timeout 0 -run '^TestHTTPFuzz$$' ./tests/httpfuzz/
 
 bench: ## Go benchmarks, saved in bench-results/ (compared with benchstat when installed)
 	@scripts/bench.sh

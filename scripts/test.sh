@@ -2,6 +2,9 @@
 # `make test`: every suite, with a summary at the end.
 #
 #   1. go test -race -shuffle=on ./...                 (SQLite)
+#      It includes the HTTP fuzzer's CI slice (tests/httpfuzz: 10^4 generated
+#      requests over both APIs; LEASEHOLD_HTTPFUZZ_N/SEED change it, make fuzz
+#      runs 10^6).
 #   2. go test -shuffle=on again for every package whose tests use
 #      pkg/db/dbtest, against a throw-away MariaDB (LEASEHOLD_TEST_MYSQL_DSN;
 #      scripts/mariadb-throwaway.sh). Without -race: the race detector sees

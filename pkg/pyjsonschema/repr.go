@@ -189,9 +189,9 @@ type printer struct {
 }
 
 func (p *printer) format(v Value, indent, allowance, level int) {
-	rep := reprSorted(v)
 	maxWidth := p.width - indent - allowance
-	if runeLen(rep) > maxWidth {
+	rep, fits := reprSortedWithin(v, maxWidth)
+	if !fits {
 		switch v.kind {
 		case ObjectKind:
 			p.dict(v, indent, allowance, level+1)
@@ -204,7 +204,82 @@ func (p *printer) format(v Value, indent, allowance, level int) {
 			return
 		}
 	}
+	if !fits {
+		rep = reprSorted(v)
+	}
 	p.b.WriteString(rep)
+}
+
+// reprSortedWithin is reprSorted(v) and true when that is at most max
+// runes long, else false, found without building the rest of the repr:
+// format asks at every level, and a whole repr each time made a deeply
+// nested value quadratic (a 5,000-deep JSON body took seconds to
+// describe in a 400).
+func reprSortedWithin(v Value, max int) (string, bool) {
+	w := boundedRepr{max: max}
+	w.write(v)
+	if w.over {
+		return "", false
+	}
+	return w.b.String(), true
+}
+
+// boundedRepr writes reprSorted's output until it passes max runes.
+type boundedRepr struct {
+	b    strings.Builder
+	n    int
+	max  int
+	over bool
+}
+
+func (w *boundedRepr) put(s string) {
+	if w.over {
+		return
+	}
+	w.n += runeLen(s)
+	if w.n > w.max {
+		w.over = true
+		return
+	}
+	w.b.WriteString(s)
+}
+
+func (w *boundedRepr) write(v Value) {
+	switch v.kind {
+	case ArrayKind:
+		w.put("[")
+		for i, e := range v.arr {
+			if w.over {
+				return
+			}
+			if i > 0 {
+				w.put(", ")
+			}
+			w.write(e)
+		}
+		w.put("]")
+	case ObjectKind:
+		w.put("{")
+		for i, m := range sortedMembers(v.obj.members) {
+			if w.over {
+				return
+			}
+			if i > 0 {
+				w.put(", ")
+			}
+			w.put(pyStrRepr(m.Key))
+			w.put(": ")
+			w.write(m.Value)
+		}
+		w.put("}")
+	default:
+		if w.over {
+			return
+		}
+		var b bytes.Buffer
+		writeReprOpt(&b, v, true)
+		w.put(b.String())
+	}
 }
 
 func (p *printer) dict(v Value, indent, allowance, level int) {
@@ -213,7 +288,6 @@ func (p *printer) dict(v Value, indent, allowance, level int) {
 	if len(items) > 0 {
 		allowance++
 		indent++
-		delimnl := ",\n" + strings.Repeat(" ", indent)
 		for i, m := range items {
 			last := i == len(items)-1
 			rep := pyStrRepr(m.Key)
@@ -225,22 +299,31 @@ func (p *printer) dict(v Value, indent, allowance, level int) {
 			}
 			p.format(m.Value, indent+runeLen(rep)+2, a, level)
 			if !last {
-				p.b.WriteString(delimnl)
+				p.delimNL(indent)
 			}
 		}
 	}
 	p.b.WriteByte('}')
 }
 
+// delimNL writes the separator between items: a comma, a newline and
+// indent spaces (written, not built: a one-item container at a deep
+// indent needs none, and building it at every level was quadratic).
+func (p *printer) delimNL(indent int) {
+	p.b.WriteString(",\n")
+	for range indent {
+		p.b.WriteByte(' ')
+	}
+}
+
 func (p *printer) list(v Value, indent, allowance, level int) {
 	p.b.WriteByte('[')
 	allowance++
 	indent++
-	delimnl := ",\n" + strings.Repeat(" ", indent)
 	for i, e := range v.arr {
 		last := i == len(v.arr)-1
 		if i > 0 {
-			p.b.WriteString(delimnl)
+			p.delimNL(indent)
 		}
 		a := 1
 		if last {

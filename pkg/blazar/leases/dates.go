@@ -22,9 +22,23 @@ const (
 // as a harmless extension, the same with seconds.
 var inputFormats = []string{"2006-01-02 15:04", "2006-01-02 15:04:05"}
 
+// The dates a lease may carry: [MinDate, MaxDate). The allocator and
+// the host plugin's interval index compute in Unix nanoseconds, which
+// an int64 holds only from 1677-09-21 to 2262-04-11; a date beyond
+// wrapped around and broke their window arithmetic (found by the HTTP
+// fuzzer: a lease moved to [now, 9999-12-31 23:59] got a 409 "Too many
+// concurrent bookings" on an idle server). Whole years inside that
+// span, leaving over 90 days at either end for cleaning times and
+// notice periods.
+var (
+	MinDate = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxDate = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
 // ParseDate reads a lease date as the API takes it: "YYYY-MM-DD HH:MM"
 // (UTC), the same with seconds, or "now" (now truncated to the minute).
-// A bad value is Blazar's InvalidDate (400).
+// A bad value, or one outside [MinDate, MaxDate), is Blazar's
+// InvalidDate (400).
 func ParseDate(s string, now time.Time) (time.Time, error) {
 	if s == "now" {
 		return now.UTC().Truncate(time.Minute), nil
@@ -35,6 +49,10 @@ func ParseDate(s string, now time.Time) (time.Time, error) {
 			continue
 		}
 		if d, err := time.ParseInLocation(f, t, time.UTC); err == nil {
+			if d.Before(MinDate) || !d.Before(MaxDate) {
+				return time.Time{}, plugins.BadRequest("%s is an invalid date: dates must be from %s to %s",
+					s, MinDate.Format(inputFormats[0]), MaxDate.Add(-time.Minute).Format(inputFormats[0]))
+			}
 			return d, nil
 		}
 	}
