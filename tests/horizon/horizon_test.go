@@ -104,7 +104,8 @@ func TestHorizon(t *testing.T) {
 	}
 	t.Logf("member lease created after %s", time.Since(t0).Round(time.Millisecond))
 
-	drive(ctx, t, hz, shots, "member-rest", "demo", k.DemoPassword, "--lease-name", name, "--lease-id", leaseID)
+	drive(ctx, t, hz, shots, "member-rest", "demo", k.DemoPassword, "--lease-name", name, "--lease-id", leaseID,
+		"--host", leaseHost, "--start", start.Format("2006-01-02 15:04"))
 	if code, body := api(t, lh.URL, admin, "GET", "/v1/leases/"+leaseID, ""); code != 404 {
 		t.Errorf("GET /v1/leases/%s after the member deleted it in Horizon: %d %s", leaseID, code, body)
 	}

@@ -204,6 +204,18 @@ def member_rest(dr, a):
     time.sleep(0.5)  # let the chart finish its animation for the screenshot
     dr.shot("host-calendar-drawn")
     dr.no_error("host-calendar")
+    # The chart is drawn from this document: the lease's host is a row and
+    # the lease's window is on it.
+    data = dr.d.execute_async_script(
+        "var done = arguments[arguments.length - 1];"
+        "fetch('resources.json', {credentials: 'same-origin'})"
+        ".then(function (r) { return r.json(); }).then(done, function (e) { done({error: String(e)}); });")
+    rows = [r.get("hypervisor_hostname") for r in data.get("resources", [])]
+    want = a.start.replace(" ", "T")
+    on_host = [r for r in data.get("reservations", [])
+               if r.get("hypervisor_hostname") == a.host and str(r.get("start_date", "")).startswith(want)]
+    if a.host not in rows or len(on_host) != 1:
+        raise SystemExit("calendar data %r: want row %s and one reservation on it from %s" % (data, a.host, want))
     new_name = a.lease_name + "-renamed"
     dr.get("/project/leases/%s/update" % a.lease_id, "lease-update")
     dr.set_text("id_lease_name", new_name)
