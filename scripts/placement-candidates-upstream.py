@@ -25,8 +25,9 @@ import time
 import urllib.parse
 import urllib.request
 
-CONF = os.environ.get('PLACEMENT_CONFORMANCE',
-                      '/work/shared/conformance/placement')
+# The conformance suite in the shared directory beside the checkout.
+CONF = os.environ.get('PLACEMENT_CONFORMANCE', os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), '..', '..', 'shared', 'conformance', 'placement'))
 sys.path.insert(0, CONF)
 import http_fixtures  # noqa: E402
 import yaml  # noqa: E402
