@@ -21,6 +21,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
+	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/plugins"
 )
 
@@ -427,7 +428,7 @@ func (p *Plugin) DescribeListed(ctx context.Context, d *sql.DB, project *string)
 		args = append(args, *project)
 	}
 	byFR := map[string][]string{}
-	err := eachRow(ctx, d, "SELECT q.floating_ip_reservation_id, q.address FROM required_floatingips q"+
+	err := db.EachRow(ctx, d, "SELECT q.floating_ip_reservation_id, q.address FROM required_floatingips q"+
 		" JOIN floatingip_reservations f ON f.id = q.floating_ip_reservation_id"+join+where+" ORDER BY q.address", args,
 		func(rows *sql.Rows) error {
 			var fr, addr string
@@ -441,7 +442,7 @@ func (p *Plugin) DescribeListed(ctx context.Context, d *sql.DB, project *string)
 		return nil, err
 	}
 	out := map[string]map[string]any{}
-	err = eachRow(ctx, d, "SELECT f.id, f.reservation_id, f.network_id, f.amount FROM floatingip_reservations f"+join+where, args,
+	err = db.EachRow(ctx, d, "SELECT f.id, f.reservation_id, f.network_id, f.amount FROM floatingip_reservations f"+join+where, args,
 		func(rows *sql.Rows) error {
 			var id, resID, network string
 			var amount int
@@ -456,21 +457,6 @@ func (p *Plugin) DescribeListed(ctx context.Context, d *sql.DB, project *string)
 			return nil
 		})
 	return out, err
-}
-
-// eachRow runs q and calls scan for each row.
-func eachRow(ctx context.Context, d *sql.DB, q string, args []any, scan func(*sql.Rows) error) error {
-	rows, err := d.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 var _ plugins.Plugin = (*Plugin)(nil)

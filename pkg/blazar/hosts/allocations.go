@@ -141,7 +141,7 @@ func (s *Service) joinAllocations(ctx context.Context, d *sql.DB) (map[string][]
 	)
 	// The three tables are read concurrently, each on its own connection.
 	wg.Go(func() {
-		errs[0] = eachRow(ctx, d, "SELECT id, "+leases.TimeExpr(db.SQLite, "start_date")+", "+leases.TimeExpr(db.SQLite, "end_date")+
+		errs[0] = db.EachRow(ctx, d, "SELECT id, "+leases.TimeExpr(db.SQLite, "start_date")+", "+leases.TimeExpr(db.SQLite, "end_date")+
 			" FROM leases WHERE end_date >= ?", []any{s.now().UTC()}, func(rows *sql.Rows) error {
 			var id string
 			w := &window{}
@@ -153,7 +153,7 @@ func (s *Service) joinAllocations(ctx context.Context, d *sql.DB) (map[string][]
 		})
 	})
 	wg.Go(func() {
-		errs[1] = eachRow(ctx, d, "SELECT id, lease_id FROM reservations", nil, func(rows *sql.Rows) error {
+		errs[1] = db.EachRow(ctx, d, "SELECT id, lease_id FROM reservations", nil, func(rows *sql.Rows) error {
 			var id, lease string
 			if err := rows.Scan(leases.Str{P: &id}, leases.Str{P: &lease}); err != nil {
 				return err
@@ -163,7 +163,7 @@ func (s *Service) joinAllocations(ctx context.Context, d *sql.DB) (map[string][]
 		})
 	})
 	wg.Go(func() {
-		errs[2] = eachRow(ctx, d, "SELECT compute_host_id, reservation_id FROM computehost_allocations", nil, func(rows *sql.Rows) error {
+		errs[2] = db.EachRow(ctx, d, "SELECT compute_host_id, reservation_id FROM computehost_allocations", nil, func(rows *sql.Rows) error {
 			var x alloc
 			if err := rows.Scan(leases.Str{P: &x.host}, leases.Str{P: &x.res}); err != nil {
 				return err
@@ -205,21 +205,6 @@ func (s *Service) joinAllocations(ctx context.Context, d *sql.DB) (map[string][]
 		out[x.host] = append(out[x.host], HostReservation{ID: x.id, LeaseID: x.lease, StartDate: x.w.start.T, EndDate: x.w.end.T})
 	}
 	return out, nil
-}
-
-// eachRow runs q and calls scan for each row.
-func eachRow(ctx context.Context, d *sql.DB, q string, args []any, scan func(*sql.Rows) error) error {
-	rows, err := d.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 // Allocation returns the allocation view of one host (errs.NotFound if

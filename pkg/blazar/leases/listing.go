@@ -116,7 +116,7 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 	// connection; rows of a lease created between two reads have no
 	// lease here and are left out.
 	wg.Go(func() {
-		errs[0] = query(ctx, sqlDB, "SELECT l.id, l.name, l.user_id, l.project_id, "+t("l.start_date")+", "+t("l.end_date")+
+		errs[0] = db.EachRow(ctx, sqlDB, "SELECT l.id, l.name, l.user_id, l.project_id, "+t("l.start_date")+", "+t("l.end_date")+
 			", l.trust_id, l.status, l.degraded, "+t("l.created_at")+", "+t("l.updated_at")+
 			" FROM leases l"+where+order("l.created_at, l.id"), args, func(rows *sql.Rows) error {
 			var x listedLease
@@ -137,7 +137,7 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 		}
 	})
 	wg.Go(func() {
-		errs[1] = query(ctx, sqlDB, "SELECT x.id, x.lease_id, x.resource_id, x.resource_type, x.status, x.missing_resources, x.resources_changed, "+
+		errs[1] = db.EachRow(ctx, sqlDB, "SELECT x.id, x.lease_id, x.resource_id, x.resource_type, x.status, x.missing_resources, x.resources_changed, "+
 			t("x.created_at")+", "+t("x.updated_at")+" FROM reservations x"+join+where+order("x.created_at, x.id"), args, func(rows *sql.Rows) error {
 			r := resSlab.next()
 			var created, updated TimeCol
@@ -165,7 +165,7 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 		})
 	})
 	wg.Go(func() {
-		errs[2] = query(ctx, sqlDB, "SELECT x.id, x.lease_id, x.event_type, "+t("x.time")+", x.status, "+t("x.created_at")+", "+t("x.updated_at")+
+		errs[2] = db.EachRow(ctx, sqlDB, "SELECT x.id, x.lease_id, x.event_type, "+t("x.time")+", x.status, "+t("x.created_at")+", "+t("x.updated_at")+
 			" FROM events x"+join+where, args, func(rows *sql.Rows) error {
 			e := evSlab.next()
 			var at, created, updated TimeCol
@@ -249,21 +249,6 @@ func sortReservations(ress []*models.Reservation, created []string) {
 			created[j], created[j-1] = created[j-1], created[j]
 		}
 	}
-}
-
-// query runs q and calls scan for each row.
-func query(ctx context.Context, d *sql.DB, q string, args []any, scan func(*sql.Rows) error) error {
-	rows, err := d.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 // describe asks each plugin for the fields of its reservations, 500 at a
