@@ -43,20 +43,8 @@ func withEnforcer(ctx context.Context, e *policy.Enforcer) context.Context {
 	return context.WithValue(ctx, enforcerKey{}, e)
 }
 
-// Credentials are the policy values of id (nil gives nil).
-func Credentials(id *auth.Identity) *policy.Credentials {
-	if id == nil {
-		return nil
-	}
-	return &policy.Credentials{
-		UserID:      id.UserID,
-		ProjectID:   id.ProjectID,
-		SystemScope: id.SystemScope,
-		Roles:       id.Roles,
-		// Blazar's context_is_admin is the admin role.
-		IsAdmin: id.IsAdmin(),
-	}
-}
+// Credentials are the policy values of id (policy.FromIdentity).
+func Credentials(id *auth.Identity) *policy.Credentials { return policy.FromIdentity(id) }
 
 // authorize checks the caller against policy rule for a target owned by
 // targetProject ("" means the caller's own project), with the enforcer

@@ -69,19 +69,8 @@ func NewPolicy(mode string) *Policy {
 // PolicyFor returns the policy deciding by enf.
 func PolicyFor(enf *policy.Enforcer) *Policy { return &Policy{enf: enf} }
 
-// Credentials are the policy values of id; no identity has none.
-func Credentials(id *auth.Identity) *policy.Credentials {
-	if id == nil {
-		return &policy.Credentials{}
-	}
-	return &policy.Credentials{
-		UserID:      id.UserID,
-		ProjectID:   id.ProjectID,
-		SystemScope: id.SystemScope,
-		Roles:       id.Roles,
-		IsAdmin:     id.IsAdmin(),
-	}
-}
+// Credentials are the policy values of id (policy.FromIdentity).
+func Credentials(id *auth.Identity) *policy.Credentials { return policy.FromIdentity(id) }
 
 // Authorize returns a 403 error unless the caller in ctx may perform
 // rule. targetProject is the project the action is about ("" if none).

@@ -1,6 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/leasehold/leasehold/pkg/auth"
+)
 
 // Credentials are the caller's policy values, what oslo.context's
 // to_policy_values gives oslo.policy. Empty strings are unset (Python's
@@ -284,4 +288,20 @@ func expandRoles(roles []string, implied map[string][]string) []string {
 		}
 	}
 	return out
+}
+
+// FromIdentity is the policy credentials of a request's identity: every
+// value the token gave (no identity gives empty credentials). is_admin is
+// the admin role (the services' context_is_admin).
+func FromIdentity(id *auth.Identity) *Credentials {
+	if id == nil {
+		return &Credentials{}
+	}
+	return &Credentials{
+		UserID: id.UserID, UserDomainID: id.UserDomainID,
+		ProjectID: id.ProjectID, ProjectDomainID: id.ProjectDomainID,
+		DomainID: id.DomainID, SystemScope: id.SystemScope, Roles: id.Roles,
+		IsAdmin: id.IsAdmin(), IsAdminProject: id.IsAdminProject,
+		ServiceUserID: id.ServiceUserID, ServiceProjectID: id.ServiceProjectID, ServiceRoles: id.ServiceRoles,
+	}
 }
