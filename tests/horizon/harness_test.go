@@ -14,17 +14,12 @@
 package horizon_test
 
 import (
-	"bufio"
-	"bytes"
+	"github.com/leasehold/leasehold/tests/internal/kstest"
+
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -34,15 +29,8 @@ import (
 // EnvRequireHorizon makes missing packages a test failure.
 const EnvRequireHorizon = "LEASEHOLD_REQUIRE_HORIZON"
 
-// keystone is the running Keystone and its accounts.
-type keystone struct {
-	URL, Dir                      string
-	AdminPassword, DemoPassword   string
-	ServiceUser, ServicePassword  string
-	AdminProjectID, DemoProjectID string
-	DemoUserID                    string
-	harness                       string
-}
+// keystone is the running Keystone (tests/internal/kstest).
+type keystone struct{ *kstest.Keystone }
 
 var (
 	ksOnce sync.Once
@@ -53,21 +41,14 @@ var (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if ks != nil {
-		out, err := exec.Command(filepath.Join(ks.harness, "keystone-down.sh"), ks.Dir).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "keystone-down.sh: %v\n%s", err, out)
+		if err := ks.Down(false); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 		}
 	}
 	os.Exit(code)
 }
 
-func sharedDir() string {
-	if s := os.Getenv("SHARED_DIR"); s != "" {
-		return s
-	}
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "shared")
-}
+func sharedDir() string { return kstest.SharedDir() }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
@@ -115,130 +96,31 @@ func requireHorizon(t *testing.T) *keystone {
 }
 
 func startKeystone() {
-	h := filepath.Join(sharedDir(), "reference", "openstack-harness")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(h, "keystone-up.sh"))
-	// One worker process: each uwsgi worker caches the catalog, and a
-	// second one may hand Horizon a catalog from before the test's
-	// endpoints were registered.
-	cmd.Env = append(os.Environ(), "KS_NO_INSTALL=1", "KS_CACHE=1", "KS_PROCESSES=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	k := &keystone{harness: h}
-	for line := range strings.Lines(string(out)) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "KS_DIR="); ok {
-			k.Dir = v
-		}
+	k, err := kstest.Start(ctx)
+	if k != nil {
+		ks = &keystone{k} // stopped by TestMain whatever happens next
 	}
-	if k.Dir != "" {
-		ks = k // stopped by TestMain whatever happens next
-	}
-	if err != nil {
-		ksErr = fmt.Errorf("keystone-up.sh: %v\n%s", err, stderr.String())
-		return
-	}
-	vars := map[string]string{}
-	for _, f := range []string{"env.sh", "passwords"} {
-		if err := readVars(filepath.Join(k.Dir, f), vars); err != nil {
-			ksErr = err
-			return
-		}
-	}
-	k.URL = vars["KS_URL"]
-	k.AdminPassword, k.DemoPassword = vars["admin_password"], vars["demo_password"]
-	k.ServiceUser, k.ServicePassword = vars["service_user"], vars["service_password"]
-	k.AdminProjectID, k.DemoProjectID = vars["KS_ADMIN_PROJECT_ID"], vars["KS_DEMO_PROJECT_ID"]
-	k.DemoUserID = vars["KS_DEMO_USER_ID"]
-}
-
-// readVars reads KEY=value lines (optionally "export KEY=value").
-func readVars(path string, into map[string]string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimPrefix(strings.TrimSpace(sc.Text()), "export ")
-		if k, v, ok := strings.Cut(line, "="); ok {
-			into[k] = v
-		}
-	}
-	return sc.Err()
-}
-
-var keystoneHTTP = &http.Client{Timeout: 30 * time.Second}
-
-// call makes one Keystone API call as token tok.
-func (k *keystone) call(method, path, tok string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, k.URL+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Auth-Token", tok)
-	resp, err := keystoneHTTP.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
+	ksErr = err
 }
 
 // issue returns a new project-scoped token of user (password login).
 func (k *keystone) issue(t *testing.T, user, password, project string) string {
 	t.Helper()
-	body := map[string]any{"auth": map[string]any{
-		"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{
-			"user": map[string]any{"name": user, "domain": map[string]string{"id": "default"}, "password": password}}},
-		"scope": map[string]any{"project": map[string]any{"name": project, "domain": map[string]string{"id": "default"}}},
-	}}
-	b, _ := json.Marshal(body)
-	resp, err := keystoneHTTP.Post(k.URL+"/auth/tokens", "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("token for %s: %d", user, resp.StatusCode)
-	}
-	return resp.Header.Get("X-Subject-Token")
+	return k.MustIssue(t, user, password, project)
 }
 
 // catalogHas reports whether a new admin token's catalog lists every
 // service type in types.
 func (k *keystone) catalogHas(t *testing.T, types ...string) bool {
 	t.Helper()
-	body := map[string]any{"auth": map[string]any{
-		"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{
-			"user": map[string]any{"name": "admin", "domain": map[string]string{"id": "default"}, "password": k.AdminPassword}}},
-		"scope": map[string]any{"project": map[string]any{"name": "admin", "domain": map[string]string{"id": "default"}}},
-	}}
-	b, _ := json.Marshal(body)
-	resp, err := keystoneHTTP.Post(k.URL+"/auth/tokens", "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var tok struct {
 		Token struct {
 			Catalog []struct{ Type string } `json:"catalog"`
 		} `json:"token"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil {
+	if _, err := k.Login("admin", k.AdminPassword, "admin", &tok); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
@@ -253,32 +135,9 @@ func (k *keystone) catalogHas(t *testing.T, types ...string) bool {
 	return true
 }
 
-// register adds a service of type typ with public endpoint url in
-// RegionOne to Keystone's catalog and removes both when the test ends.
+// register adds a service of type typ with public endpoint url to the
+// catalog for the test.
 func (k *keystone) register(t *testing.T, typ, url string) {
 	t.Helper()
-	admin := k.issue(t, "admin", k.AdminPassword, "admin")
-	var svc struct {
-		Service struct{ ID string } `json:"service"`
-	}
-	if err := k.call("POST", "/services", admin, map[string]any{"service": map[string]any{"type": typ, "name": typ}}, &svc); err != nil {
-		t.Fatal(err)
-	}
-	var ep struct {
-		Endpoint struct{ ID string } `json:"endpoint"`
-	}
-	body := map[string]any{"endpoint": map[string]any{"service_id": svc.Service.ID, "interface": "public", "region_id": "RegionOne", "url": url}}
-	if err := k.call("POST", "/endpoints", admin, body, &ep); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		admin := k.issue(t, "admin", k.AdminPassword, "admin")
-		err := k.call("DELETE", "/endpoints/"+ep.Endpoint.ID, admin, nil, nil)
-		if err == nil {
-			err = k.call("DELETE", "/services/"+svc.Service.ID, admin, nil, nil)
-		}
-		if err != nil {
-			t.Errorf("removing %s from the catalog: %v", typ, err)
-		}
-	})
+	k.Register(t, typ, typ, url)
 }

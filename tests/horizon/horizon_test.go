@@ -1,6 +1,8 @@
 package horizon_test
 
 import (
+	"github.com/leasehold/leasehold/tests/internal/kstest"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,9 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
-
-	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/server"
 )
 
@@ -130,24 +129,7 @@ func startLeasehold(t *testing.T, k *keystone) *httptest.Server {
 		"username = " + k.ServiceUser + "\npassword = " + k.ServicePassword + "\nproject_name = service\n" +
 		"user_domain_name = Default\nproject_domain_name = Default\nregion_name = RegionOne\n" +
 		"[oslo_policy]\npolicy_file = " + policy + "\n"
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "LEASEHOLD_") && name != EnvRequireHorizon {
-			t.Setenv(name, "")
-		}
-	}
-	path := filepath.Join(dir, "leasehold.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	config.Flags(fs)
-	if err := fs.Parse([]string{"--config", path}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(fs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := kstest.LoadConfig(t, dir, conf, EnvRequireHorizon)
 	s, err := server.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +183,7 @@ func api(t *testing.T, base, tok, method, path, body string) (int, string) {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := keystoneHTTP.Do(req)
+	resp, err := kstest.HTTP.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package keystone_test
 
 import (
+	"github.com/leasehold/leasehold/tests/internal/kstest"
+
 	"context"
 	"encoding/json"
 	"net/http/httptest"
@@ -12,36 +14,11 @@ import (
 	"time"
 )
 
-// register adds a service of type typ with a public endpoint url in
-// RegionOne to Keystone's catalog and removes both when the test ends.
+// register adds a service of type typ with a public endpoint url to the
+// catalog for the test.
 func (k *Keystone) register(t *testing.T, typ, url string) {
 	t.Helper()
-	admin := k.MustIssue(t, "admin", k.AdminPassword, "admin")
-	var svc struct {
-		Service struct{ ID string } `json:"service"`
-	}
-	if err := k.call("POST", "/services", admin, map[string]any{"service": map[string]any{"type": typ, "name": typ + "-" + t.Name()}}, &svc); err != nil {
-		t.Fatal(err)
-	}
-	var ep struct {
-		Endpoint struct{ ID string } `json:"endpoint"`
-	}
-	body := map[string]any{"endpoint": map[string]any{"service_id": svc.Service.ID, "interface": "public", "region_id": "RegionOne", "url": url}}
-	if err := k.call("POST", "/endpoints", admin, body, &ep); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		admin, err := k.Issue("admin", k.AdminPassword, "admin")
-		if err == nil {
-			err = k.call("DELETE", "/endpoints/"+ep.Endpoint.ID, admin, nil, nil)
-		}
-		if err == nil {
-			err = k.call("DELETE", "/services/"+svc.Service.ID, admin, nil, nil)
-		}
-		if err != nil {
-			t.Errorf("removing %s from the catalog: %v", typ, err)
-		}
-	})
+	k.Register(t, typ, typ+"-"+t.Name(), url)
 }
 
 // cli runs a python client with the OS_* variables of openrc (a file of
@@ -66,7 +43,7 @@ func (k *Keystone) cliRun(t *testing.T, openrc, name string, args ...string) (st
 		t.Skipf("SKIPPED LOUDLY: %s is not installed (python3-blazarclient, python3-openstackclient, python3-osc-placement)", name)
 	}
 	vars := map[string]string{}
-	if err := readVars(filepath.Join(k.Dir, openrc), vars); err != nil {
+	if err := kstest.ReadVars(filepath.Join(k.Dir, openrc), vars); err != nil {
 		t.Fatal(err)
 	}
 	var env []string

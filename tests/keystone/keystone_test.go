@@ -1,6 +1,8 @@
 package keystone_test
 
 import (
+	"github.com/leasehold/leasehold/tests/internal/kstest"
+
 	"context"
 	"io"
 	"log/slog"
@@ -16,7 +18,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/spf13/pflag"
 
 	"github.com/leasehold/leasehold/pkg/auth"
 	"github.com/leasehold/leasehold/pkg/config"
@@ -277,25 +278,7 @@ func newServer(t *testing.T, k *Keystone) http.Handler {
 
 func loadConfig(t testing.TB, dir, conf string) *config.Config {
 	t.Helper()
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "LEASEHOLD_") && name != EnvRequireKeystone {
-			t.Setenv(name, "")
-		}
-	}
-	path := filepath.Join(dir, "leasehold.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	config.Flags(fs)
-	if err := fs.Parse([]string{"--config", path}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(fs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return kstest.LoadConfig(t, dir, conf, EnvRequireKeystone)
 }
 
 type exchange struct {

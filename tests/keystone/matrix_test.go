@@ -1,6 +1,8 @@
 package keystone_test
 
 import (
+	"github.com/leasehold/leasehold/tests/internal/kstest"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -50,14 +52,14 @@ func (k *Keystone) ProjectB(t testing.TB) (id, password string) {
 		var roles struct {
 			Roles []struct{ ID string } `json:"roles"`
 		}
-		if err := k.call("GET", "/roles?name=member", admin, nil, &roles); err != nil || len(roles.Roles) != 1 {
+		if err := k.Call("GET", "/roles?name=member", admin, nil, &roles); err != nil || len(roles.Roles) != 1 {
 			projBErr = fmt.Errorf("role member: %v %+v", err, roles)
 			return
 		}
 		var project struct {
 			Project struct{ ID string } `json:"project"`
 		}
-		if projBErr = k.call("POST", "/projects", admin, map[string]any{"project": map[string]any{"name": "projb", "domain_id": "default"}}, &project); projBErr != nil {
+		if projBErr = k.Call("POST", "/projects", admin, map[string]any{"project": map[string]any{"name": "projb", "domain_id": "default"}}, &project); projBErr != nil {
 			return
 		}
 		pw := "memberb-" + k.Port
@@ -65,10 +67,10 @@ func (k *Keystone) ProjectB(t testing.TB) (id, password string) {
 			User struct{ ID string } `json:"user"`
 		}
 		body := map[string]any{"user": map[string]any{"name": "memberb", "domain_id": "default", "password": pw, "default_project_id": project.Project.ID}}
-		if projBErr = k.call("POST", "/users", admin, body, &user); projBErr != nil {
+		if projBErr = k.Call("POST", "/users", admin, body, &user); projBErr != nil {
 			return
 		}
-		projBErr = k.call("PUT", "/projects/"+project.Project.ID+"/users/"+user.User.ID+"/roles/"+roles.Roles[0].ID, admin, nil, nil)
+		projBErr = k.Call("PUT", "/projects/"+project.Project.ID+"/users/"+user.User.ID+"/roles/"+roles.Roles[0].ID, admin, nil, nil)
 		projBID, memberBPW = project.Project.ID, pw
 	})
 	if projBErr != nil {
@@ -647,7 +649,7 @@ func (k *Keystone) IssueSystem(t testing.TB, user, password string) string {
 		"scope": map[string]any{"system": map[string]any{"all": true}},
 	}}
 	b, _ := json.Marshal(body)
-	resp, err := keystoneHTTP.Post(k.URL+"/auth/tokens", "application/json", bytes.NewReader(b))
+	resp, err := kstest.HTTP.Post(k.URL+"/auth/tokens", "application/json", bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
