@@ -41,7 +41,7 @@ type Nova struct {
 	ProjectDomainID   string `mapstructure:"project_domain_id"`
 	// RegionName and EndpointType (public, internal or admin; the
 	// keystoneauth spellings publicURL, internalURL, adminURL too) pick
-	// Nova's endpoint in the catalog.
+	// Nova's endpoint in the catalog (internal by default, as upstream).
 	RegionName   string `mapstructure:"region_name"`
 	EndpointType string `mapstructure:"endpoint_type"`
 	// EndpointOverride, when set, is used instead of the catalog's
@@ -59,12 +59,12 @@ type Nova struct {
 	// BlazarOwner is the reservation aggregate's metadata key holding
 	// the project id, which the BlazarFilter reads.
 	BlazarOwner string `mapstructure:"blazar_owner"`
-	// BlazarAZPrefix prefixes the availability zone of a reservation
-	// aggregate (when AZAware) and marks Blazar's aggregates for the
-	// BlazarFilter.
+	// BlazarAZPrefix prefixes the availability zone of every reservation
+	// aggregate (BlazarAZPrefix + reservation id, as upstream), which is
+	// how the BlazarFilter tells reservation pools from other aggregates.
 	BlazarAZPrefix string `mapstructure:"blazar_az_prefix"`
-	// AZAware records each host's availability zone and gives each
-	// reservation aggregate the zone BlazarAZPrefix + reservation id.
+	// AZAware records each host's availability zone when it is
+	// registered (upstream's default, true).
 	AZAware bool `mapstructure:"az_aware"`
 	// ServerDeleteTimeout bounds the wait for a reserved host's servers
 	// to be deleted at the end of a lease, in seconds.
@@ -84,7 +84,7 @@ func init() {
 		"nova.project_domain_name":     "",
 		"nova.project_domain_id":       "",
 		"nova.region_name":             "",
-		"nova.endpoint_type":           "public",
+		"nova.endpoint_type":           "internal",
 		"nova.endpoint_override":       "",
 		"nova.cafile":                  "",
 		"nova.insecure":                false,
@@ -92,7 +92,7 @@ func init() {
 		"nova.aggregate_freepool_name": "freepool",
 		"nova.blazar_owner":            "blazar:owner",
 		"nova.blazar_az_prefix":        "blazar_",
-		"nova.az_aware":                false,
+		"nova.az_aware":                true,
 		"nova.server_delete_timeout":   600,
 	} {
 		defaults[k] = v

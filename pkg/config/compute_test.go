@@ -49,7 +49,7 @@ func TestComputeDefaultsAndEnv(t *testing.T) {
 	cleanEnv(t)
 	c := mustLoad(t)
 	if c.Compute.Driver != ComputeStandalone || c.Nova.AggregateFreepoolName != "freepool" || c.Nova.BlazarOwner != "blazar:owner" ||
-		c.Nova.BlazarAZPrefix != "blazar_" || c.Nova.AZAware || c.Nova.EndpointType != "public" {
+		c.Nova.BlazarAZPrefix != "blazar_" || !c.Nova.AZAware || c.Nova.EndpointType != "internal" {
 		t.Errorf("defaults: %+v %+v", c.Compute, c.Nova)
 	}
 	t.Setenv("LEASEHOLD_COMPUTE_DRIVER", "Nova")

@@ -170,7 +170,9 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// External calls, after the commits that decided them.
 	handlers := hostplugin.OutboxHandlers(drv)
 	maps.Copy(handlers, hosts.OutboxHandlers(drv))
-	obCfg := outbox.Config{OnFailure: s.Leases.OutboxFailure, OnSuccess: s.Leases.OutboxSuccess}
+	// A dead process's outbox claims are taken back after the same
+	// [events] claim_timeout as its event claims.
+	obCfg := outbox.Config{OnFailure: s.Leases.OutboxFailure, OnSuccess: s.Leases.OutboxSuccess, ClaimTimeout: evCfg.ClaimTimeout}
 	if met != nil {
 		obCfg.OnRun = met.ObserveOutboxRun
 	}

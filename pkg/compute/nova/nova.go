@@ -11,7 +11,7 @@
 //   - ServersOnHost lists the servers of every project on the host.
 //   - the freepool is the aggregate named Config.FreePoolName, created
 //     when missing; reservation aggregates are named after the
-//     reservation id (availability zone AZPrefix + id when AZAware), carry
+//     reservation id (availability zone AZPrefix + id, as upstream), carry
 //     Config.OwnerKey = project id in their metadata and are deleted once
 //     empty.
 //   - CleanupServers deletes the servers left on the hosts and waits until
@@ -59,8 +59,7 @@ type Config struct {
 	// AZPrefix prefixes a reservation aggregate's availability zone
 	// ("blazar_").
 	AZPrefix string
-	// AZAware records each host's availability zone at registration and
-	// gives each reservation aggregate the zone AZPrefix + reservation id.
+	// AZAware records each host's availability zone at registration.
 	AZAware bool
 	// ServerDeleteTimeout bounds CleanupServers and the server deletion
 	// of DeleteReservationFlavor (10 minutes upstream); PollInterval is
@@ -444,15 +443,14 @@ func (d *Driver) RemoveFromFreePool(ctx context.Context, hostnames []string) err
 }
 
 // reservationAZ is the availability zone of agg's aggregate: the one
-// asked for, else AZPrefix + reservation id when AZAware, else none.
+// asked for, else AZPrefix + reservation id, as upstream gives every
+// reservation aggregate (the BlazarFilter counts an aggregate as a
+// reservation pool by that prefix).
 func (d *Driver) reservationAZ(agg compute.ReservationAggregate) string {
 	if agg.AvailabilityZone != "" {
 		return agg.AvailabilityZone
 	}
-	if d.cfg.AZAware {
-		return d.cfg.AZPrefix + agg.ReservationID
-	}
-	return ""
+	return d.cfg.AZPrefix + agg.ReservationID
 }
 
 // reservationAggregate is agg's aggregate with its owner metadata,

@@ -340,7 +340,6 @@ func TestPools(t *testing.T) {
 		t.Fatal(err)
 	}
 	agg := compute.ReservationAggregate{ReservationID: "res-1", ProjectID: "p1"}
-	d.cfg.AZAware = true
 	if err := d.RemoveFromFreePool(ctx, []string{"c1", "c3"}); err != nil {
 		t.Fatal(err)
 	}
