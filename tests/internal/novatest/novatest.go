@@ -282,9 +282,22 @@ func (n *Nova) Call(ctx context.Context, method, path, tok string, body, out any
 // Boot asks for one server of flavor (id) named name, with scheduler
 // hints (nil for none), and returns its id without waiting.
 func (n *Nova) Boot(ctx context.Context, tok, name, flavor string, hints map[string]any) (string, error) {
-	body := map[string]any{"server": map[string]any{
-		"name": name, "imageRef": n.Image, "flavorRef": flavor, "networks": "none",
-	}}
+	return n.boot(ctx, tok, name, flavor, "", hints)
+}
+
+// BootOn boots a server on host, past the scheduler's filters (Nova's
+// forced host, availability_zone "nova:<host>": an admin token), and
+// returns its id without waiting.
+func (n *Nova) BootOn(ctx context.Context, adminTok, name, flavor, host string) (string, error) {
+	return n.boot(ctx, adminTok, name, flavor, "nova:"+host, nil)
+}
+
+func (n *Nova) boot(ctx context.Context, tok, name, flavor, az string, hints map[string]any) (string, error) {
+	server := map[string]any{"name": name, "imageRef": n.Image, "flavorRef": flavor, "networks": "none"}
+	if az != "" {
+		server["availability_zone"] = az
+	}
+	body := map[string]any{"server": server}
 	if len(hints) > 0 {
 		body["os:scheduler_hints"] = hints
 	}
