@@ -144,3 +144,36 @@ func TestLiveMigrate(t *testing.T) {
 	}
 	t.Logf("live migration %s → %s took %s", from, to, took.Round(time.Millisecond))
 }
+
+// TestSnapshotServers: the before_end snapshot asks Nova for an image of
+// each server on the host and remembers it on the server, so running
+// the action again takes no second one.
+func TestSnapshotServers(t *testing.T) {
+	e := RequireEnv(t)
+	n := e.Nova
+	d := e.driver(t)
+	ctx := context.Background()
+	tok := e.Tokens(t)
+	id, err := n.BootOn(ctx, tok.Admin, "snap", "1", "compute3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.DeleteServer(ctx, tok.Admin, id) })
+	if s, err := n.WaitServer(ctx, tok.Admin, id, bootTimeout); err != nil || s.Status != "ACTIVE" {
+		t.Fatalf("boot: %+v %v", s, err)
+	}
+	for i := range 2 {
+		if err := d.SnapshotServers(ctx, []string{"compute3"}); err != nil {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+	}
+	var md struct {
+		Metadata map[string]string `json:"metadata"`
+	}
+	if err := n.Call(ctx, "GET", "/servers/"+id+"/metadata", tok.Admin, nil, &md); err != nil {
+		t.Fatal(err)
+	}
+	if want := "snap-" + id + "-before-end"; md.Metadata["leasehold_snapshot"] != want {
+		t.Errorf("server metadata %v, want leasehold_snapshot = %s", md.Metadata, want)
+	}
+}

@@ -21,8 +21,9 @@ const bootTimeout = 90 * time.Second
 // aggregate (zone blazar_<id>, blazar:owner = the project); under the
 // upstream BlazarFilter a boot with the reservation hint lands on that
 // host, one without a hint on the host no lease knows, and another
-// project's boot with the hint finds no valid host; at the lease's end
-// the servers are gone and the host is back in the freepool.
+// project's boot with the hint finds no valid host; growing the active
+// reservation moves the other host in; at the lease's end the servers
+// are gone and both hosts are back in the freepool.
 func TestBlazarFilterLayout(t *testing.T) {
 	e := RequireEnv(t)
 	n := e.Nova
@@ -144,6 +145,15 @@ func TestBlazarFilterLayout(t *testing.T) {
 	}
 	t.Logf("boot to ACTIVE: %s with the reservation hint (BlazarFilter passes the reserved host), %s without", hintedTook.Round(time.Millisecond), plainTook.Round(time.Millisecond))
 
+	// Growing the active reservation moves the other host in at once.
+	mustCall(t, lh.URL, "PUT", "/leases/"+lease.ID, tok.Demo, http.StatusOK, map[string]any{
+		"reservations": []any{map[string]any{"id": res, "max": 2}}}, nil)
+	if _, err := n.WaitAggregate(ctx, tok.Admin, 60*time.Second, func(as []novatest.Aggregate) bool {
+		return slices.Equal(membership(as, reserved), []string{res}) && slices.Equal(membership(as, other), []string{res})
+	}); err != nil {
+		t.Fatal(err)
+	}
+
 	// The end: moved to the next whole minute.
 	end := nextMinute(5 * time.Second)
 	mustCall(t, lh.URL, "PUT", "/leases/"+lease.ID, tok.Demo, http.StatusOK, map[string]any{"end_date": end}, nil)
@@ -151,7 +161,8 @@ func TestBlazarFilterLayout(t *testing.T) {
 		t.Fatalf("the lease's server after its end (%s): %v", end, err)
 	}
 	if _, err := n.WaitAggregate(ctx, tok.Admin, 60*time.Second, func(as []novatest.Aggregate) bool {
-		return countNamed(as, res) == 0 && slices.Equal(membership(as, reserved), []string{"freepool"})
+		return countNamed(as, res) == 0 && slices.Equal(membership(as, reserved), []string{"freepool"}) &&
+			slices.Equal(membership(as, other), []string{"freepool"})
 	}); err != nil {
 		t.Fatal(err)
 	}
