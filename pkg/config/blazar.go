@@ -66,8 +66,10 @@ type EventsManager struct {
 	// PollInterval bounds how late an event created by another process
 	// is seen (at most 1s is enforced).
 	PollInterval string `mapstructure:"poll_interval"`
-	// ClaimTimeout is how long an IN_PROGRESS event may stay claimed
-	// before another manager takes it back (its claimant is presumed dead).
+	// ClaimTimeout is how long an IN_PROGRESS event, or a claimed outbox
+	// action, may stay claimed before another process takes it back (its
+	// claimant is presumed dead). An outbox action's call is cut off at
+	// half of it.
 	ClaimTimeout string `mapstructure:"claim_timeout"`
 }
 
