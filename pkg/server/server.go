@@ -23,6 +23,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/httpx"
 	"github.com/leasehold/leasehold/pkg/identity"
 	"github.com/leasehold/leasehold/pkg/metrics"
+	"github.com/leasehold/leasehold/pkg/notify"
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/pkg/policy"
@@ -63,6 +64,8 @@ type Server struct {
 	Leases *leases.Service
 	Events *events.Manager
 	Outbox *outbox.Worker
+	// Notifier sends the usage notifications (nil when they are off).
+	Notifier *notify.Notifier
 }
 
 // New opens the database (migrating unless disabled) and builds every
@@ -114,6 +117,19 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	}
 	s = &Server{cfg: cfg, db: d, Ready: make(chan struct{})}
 
+	// Usage notifications ([oslo_messaging_notifications]): nil when
+	// off. A bad driver or transport_url stops start-up; the broker is
+	// not contacted until the first notification.
+	mc := cfg.Messaging
+	s.Notifier, err = notify.New(notify.Config{
+		Drivers: mc.OsloMessagingNotifications.Driver, Topics: mc.OsloMessagingNotifications.Topics,
+		TransportURL: mc.NotificationTransportURL(), Exchange: mc.ControlExchange,
+		Durable: mc.OsloMessagingRabbit.AMQPDurableQueues, PublisherID: mc.Notifications.PublisherID,
+	})
+	if err != nil {
+		return nil, err
+	}
+
 	// Metrics: one registry, fed by the services built below (nil when
 	// [metrics] serves them nowhere: nothing is measured then).
 	met, err := buildMetrics(cfg.Metrics, d)
@@ -159,12 +175,14 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	s.Leases = leases.New(d, reg, leases.Config{
 		MinutesBeforeEndLease: bc.Manager.MinutesBeforeEndLease,
 		Filters:               leases.NewFilters(bc.Enforcement, &http.Client{Timeout: 30 * time.Second}),
+		Notifier:              s.Notifier,
 	}, nil, func() { s.Events.Notify(); s.Outbox.Notify() })
 	s.Events = events.New(d, s.Leases, evCfg, nil)
 
 	// External calls, after the commits that decided them.
 	handlers := hostplugin.OutboxHandlers(drv)
 	maps.Copy(handlers, hosts.OutboxHandlers(drv))
+	maps.Copy(handlers, s.Notifier.Handlers())
 	obCfg := outbox.Config{OnFailure: s.Leases.OutboxFailure, OnSuccess: s.Leases.OutboxSuccess}
 	if met != nil {
 		obCfg.OnRun = met.ObserveOutboxRun

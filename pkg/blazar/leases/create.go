@@ -73,7 +73,10 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 	err = s.write(ctx, plan.prepare, func(tx *plugins.Tx, _ attempt) error {
 		var err error
 		l, ress, err = plan.persist(ctx, tx)
-		return err
+		if err != nil || !s.notifying() {
+			return err
+		}
+		return s.enqueueNotifications(ctx, tx, plan.view(&l, ress), NotifyCreate)
 	})
 	if err != nil {
 		return nil, err

@@ -130,6 +130,11 @@ func (s *Service) runEvent(ctx context.Context, tx *plugins.Tx, ev models.Event,
 			return nil, err
 		}
 	}
+	if et, ok := notifyEvent[ev.EventType]; ok && s.notifying() {
+		if err := s.notifyStored(ctx, tx, l.ID, "", et); err != nil {
+			return nil, err
+		}
+	}
 	return onEnd, nil
 }
 
