@@ -19,13 +19,17 @@
 #                                   Chromium (tests/horizon); with --no-install-recommends
 #                                   no Apache is installed (the package only drops a
 #                                   file in /etc/apache2/conf-available)
+#   rabbitmq-server python3-oslo.messaging
+#                                   a real RabbitMQ and oslo.messaging's notification
+#                                   listener for the usage notifications (tests/notify;
+#                                   the test starts its own node, never the system one)
 #
 # The packages' init scripts are kept from starting anything (a system
 # MariaDB on 3306 is never started or touched): a policy-rc.d that denies
 # every service start is in place while apt-get runs, unless one exists.
 set -euo pipefail
 
-PKGS="${LEASEHOLD_DEPS:-mariadb-server mariadb-client python3-gabbi python3-yaml curl ganeti-htools python3-blazarclient python3-openstackclient python3-osc-placement wrk python3-keystone uwsgi-plugin-python3 jq sqlite3 openstack-dashboard chromium chromium-driver python3-selenium}"
+PKGS="${LEASEHOLD_DEPS:-mariadb-server mariadb-client python3-gabbi python3-yaml curl ganeti-htools python3-blazarclient python3-openstackclient python3-osc-placement wrk python3-keystone uwsgi-plugin-python3 jq sqlite3 openstack-dashboard chromium chromium-driver python3-selenium rabbitmq-server python3-oslo.messaging}"
 
 missing=()
 for p in $PKGS; do
