@@ -84,8 +84,9 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// cache) serves both APIs.
 	var v1Auth blazarapi.Authenticator = blazarapi.NoAuth{}
 	var placementOpts []placementapi.Option
+	var ks *identity.Keystone
 	if cfg.Auth == config.AuthKeystone {
-		ks, err := identity.NewKeystone(cfg.KeystoneAuthtoken, identity.Options{})
+		ks, err = identity.NewKeystone(cfg.KeystoneAuthtoken, identity.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -139,6 +140,14 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	instrument := func(api, prefix string, h http.Handler) http.Handler { return h }
 	if met != nil {
 		evCfg.ObserveLag = met.ObserveEventLag
+		if ks != nil {
+			if err := met.AddTokenCache(func() metrics.TokenCacheStats {
+				st := ks.CacheStats()
+				return metrics.TokenCacheStats{Hits: st.Hits, Misses: st.Misses, KeystoneCalls: st.KeystoneCalls, Entries: st.Entries}
+			}); err != nil {
+				return nil, err
+			}
+		}
 		instrument = func(api, prefix string, h http.Handler) http.Handler {
 			return httpx.Instrument(api, prefix, met.ObserveRequest, nil)(h)
 		}
