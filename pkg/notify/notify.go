@@ -7,7 +7,9 @@
 // the change: it exists exactly when the change commits, and the outbox
 // worker publishes it after the commit (Notifier.Handlers), so a broker
 // that is down never fails or slows a request: the rows wait, retried
-// with the outbox's backoff, and go out when it is back.
+// with the outbox's backoff (without a limit on the attempts: the server
+// names KindLease in outbox.Config.KeepRetrying), and go out when it is
+// back.
 //
 // The message is built when the row is written: message_id, timestamp and
 // payload are fixed then, so a publish repeated after a lost publisher

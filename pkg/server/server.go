@@ -192,7 +192,9 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	handlers := hostplugin.OutboxHandlers(drv)
 	maps.Copy(handlers, hosts.OutboxHandlers(drv))
 	maps.Copy(handlers, s.Notifier.Handlers())
-	obCfg := outbox.Config{OnFailure: s.Leases.OutboxFailure, OnSuccess: s.Leases.OutboxSuccess}
+	obCfg := outbox.Config{OnFailure: s.Leases.OutboxFailure, OnSuccess: s.Leases.OutboxSuccess,
+		// A notification waits out a message-bus outage of any length.
+		KeepRetrying: func(kind string) bool { return kind == notify.KindLease }}
 	if met != nil {
 		obCfg.OnRun = met.ObserveOutboxRun
 	}
