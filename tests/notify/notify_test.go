@@ -500,3 +500,55 @@ func TestPublishThroughput(t *testing.T) {
 		conn.Close()
 	}
 }
+
+// TestEndToEndRate measures, for the note, how fast notifications go from
+// lease creates on one server to the oslo.messaging listener: 200
+// creates from 8 clients; it asserts only that each arrives exactly once.
+func TestEndToEndRate(t *testing.T) {
+	r := RequireRabbit(t)
+	const topic, n, clients = "lh_rate", 200, 8
+	l := StartListener(t, r, topic)
+	rp := startServer(t, r, filepath.Join(t.TempDir(), "lh.db"), "messagingv2", topic)
+	now := time.Now()
+	start := now.Add(time.Hour).UTC().Format("2006-01-02 15:04")
+	jobs := make(chan int, n)
+	for i := range n {
+		jobs <- i
+	}
+	close(jobs)
+	errc := make(chan error, clients)
+	began := time.Now()
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for i := range jobs {
+				if _, err := rp.createLease(fmt.Sprintf("rate-%d", i), start, now.Add(2*time.Hour), time.Time{}); err != nil {
+					errc <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	created := time.Since(began)
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	got, ok := l.WaitFor(3*time.Minute, func(got []Notification) bool { return len(got) >= n })
+	delivered := time.Since(began)
+	if !ok {
+		t.Fatalf("%d notifications within 3 min, want %d", len(got), n)
+	}
+	waitOutboxEmpty(t, rp)
+	got, _ = l.WaitFor(2*time.Second, func(got []Notification) bool { return len(got) > n })
+	ids := map[string]bool{}
+	for _, g := range got {
+		ids[g.MessageID] = true
+	}
+	if len(got) != n || len(ids) != n {
+		t.Errorf("%d notifications, %d distinct, want %d", len(got), len(ids), n)
+	}
+	t.Logf("END TO END: %d lease creates in %v (%.0f/s), all %d notifications at the oslo.messaging listener after %v (%.0f/s)",
+		n, created.Round(time.Millisecond), float64(n)/created.Seconds(), n, delivered.Round(time.Millisecond), float64(n)/delivered.Seconds())
+}
