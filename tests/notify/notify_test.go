@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +15,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/db/dbtest"
 	"github.com/leasehold/leasehold/pkg/notify"
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/server"
@@ -28,14 +29,14 @@ type replica struct {
 	url string
 }
 
-// startServer runs a Leasehold server on the SQLite database dbPath
-// (shared by the replicas of a test) with notifications by driver to
-// topic on r, until the test ends.
-func startServer(t *testing.T, r *Rabbit, dbPath, driver, topic string) *replica {
+// startServer runs a Leasehold server on the database dbURL (shared by
+// the replicas of a test) with notifications by driver to topic on r,
+// until the test ends.
+func startServer(t *testing.T, r *Rabbit, dbURL, driver, topic string) *replica {
 	t.Helper()
 	conf := fmt.Sprintf("[DEFAULT]\nlisten = 127.0.0.1:0\ntransport_url = %s\n[api]\nauth_strategy = noauth\n"+
-		"[database]\nconnection = sqlite:///%s\n[manager]\nminutes_before_end_lease = 0\n"+
-		"[oslo_messaging_notifications]\ndriver = %s\ntopics = %s\n", r.URL(), dbPath, driver, topic)
+		"[database]\nconnection = %s\n[manager]\nminutes_before_end_lease = 0\n"+
+		"[oslo_messaging_notifications]\ndriver = %s\ntopics = %s\n", r.URL(), dbURL, driver, topic)
 	s, err := server.New(context.Background(), kstest.LoadConfig(t, t.TempDir(), conf, EnvRequireRabbitMQ))
 	if err != nil {
 		t.Fatal(err)
@@ -150,10 +151,16 @@ func has(lease, eventType string) func([]Notification) bool {
 // notification carries Blazar's publisher_id, priority and lease payload.
 func TestExactlyOnceAcrossReplicas(t *testing.T) {
 	r := RequireRabbit(t)
-	const topic = "lh_replicas"
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) { exactlyOnce(t, r, dialect) })
+	}
+}
+
+func exactlyOnce(t *testing.T, r *Rabbit, dialect db.Dialect) {
+	topic := "lh_replicas_" + string(dialect)
 	l := StartListener(t, r, topic)
-	dbPath := filepath.Join(t.TempDir(), "lh.db")
-	rs := []*replica{startServer(t, r, dbPath, "messagingv2", topic), startServer(t, r, dbPath, "messagingv2", topic)}
+	dbURL := dbtest.URLDialect(t, dialect)
+	rs := []*replica{startServer(t, r, dbURL, "messagingv2", topic), startServer(t, r, dbURL, "messagingv2", topic)}
 
 	want := map[key]int{}
 	var mu sync.Mutex
@@ -220,8 +227,8 @@ func TestExactlyOnceAcrossReplicas(t *testing.T) {
 	if len(ids) != len(got) {
 		t.Errorf("%d distinct message ids among %d notifications", len(ids), len(got))
 	}
-	t.Logf("NOTIFICATIONS: %d events, %d notifications received, %d distinct message ids (2 replicas, %d full lives + %d create/delete), all in %v",
-		total, len(got), len(ids), lives, bulk, elapsed.Round(time.Millisecond))
+	t.Logf("NOTIFICATIONS (%s): %d events, %d notifications received, %d distinct message ids (2 replicas, %d full lives + %d create/delete), all in %v",
+		dialect, total, len(got), len(ids), lives, bulk, elapsed.Round(time.Millisecond))
 }
 
 // life takes one lease through its whole life over two replicas, waiting
@@ -286,7 +293,7 @@ func waitOutboxEmpty(t *testing.T, rp *replica) {
 func TestBrokerDownRowsWait(t *testing.T) {
 	r := RequireRabbit(t)
 	const topic = "lh_down"
-	rp := startServer(t, r, filepath.Join(t.TempDir(), "lh.db"), "messagingv2", topic)
+	rp := startServer(t, r, dbtest.URL(t), "messagingv2", topic)
 	if err := r.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +395,7 @@ func TestWireFormat(t *testing.T) {
 				t.Fatal(err)
 			}
 			l := StartListener(t, r, topic)
-			rp := startServer(t, r, filepath.Join(t.TempDir(), "lh.db"), driver, topic)
+			rp := startServer(t, r, dbtest.URL(t), driver, topic)
 			now := time.Now()
 			id, err := rp.createLease("wire", now.Add(time.Hour).UTC().Format("2006-01-02 15:04"), now.Add(2*time.Hour), time.Time{})
 			if err != nil {
@@ -509,7 +516,7 @@ func TestEndToEndRate(t *testing.T) {
 	r := RequireRabbit(t)
 	const topic, n, clients = "lh_rate", 200, 8
 	l := StartListener(t, r, topic)
-	rp := startServer(t, r, filepath.Join(t.TempDir(), "lh.db"), "messagingv2", topic)
+	rp := startServer(t, r, dbtest.URL(t), "messagingv2", topic)
 	now := time.Now()
 	start := now.Add(time.Hour).UTC().Format("2006-01-02 15:04")
 	jobs := make(chan int, n)
