@@ -560,3 +560,40 @@ func TestEndToEndRate(t *testing.T) {
 	t.Logf("END TO END: %d lease creates in %v (%.0f/s), all %d notifications at the oslo.messaging listener after %v (%.0f/s)",
 		n, created.Round(time.Millisecond), float64(n)/created.Seconds(), n, delivered.Round(time.Millisecond), float64(n)/delivered.Seconds())
 }
+
+// TestRepublishKeepsMessageID: an outbox row published twice (its
+// completion lost after the broker's confirm, so the worker runs it
+// again) reaches the listener twice with one message_id and timestamp:
+// the repeat is recognisable.
+func TestRepublishKeepsMessageID(t *testing.T) {
+	r := RequireRabbit(t)
+	const topic = "lh_repeat"
+	l := StartListener(t, r, topic)
+	n, err := notify.New(notify.Config{Drivers: []string{"messagingv2"}, Topics: []string{topic}, TransportURL: r.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	a, err := n.Action("lease.update", "L1", map[string]any{"lease_id": "L1"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := json.Marshal(a.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for range 2 {
+		if err := n.Handlers()[notify.KindLease](ctx, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, ok := l.WaitFor(time.Minute, func(got []Notification) bool { return len(got) >= 2 })
+	if !ok {
+		t.Fatalf("got %d notifications, want 2", len(got))
+	}
+	if got[0].MessageID != a.Payload.(notify.Message).MessageID || got[1].MessageID != got[0].MessageID || got[1].Timestamp != got[0].Timestamp {
+		t.Errorf("repeats: %+v and %+v, want one message id (%s) and timestamp", got[0], got[1], a.Payload.(notify.Message).MessageID)
+	}
+}
