@@ -33,6 +33,7 @@ package notify
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -196,21 +197,33 @@ func NewMessage(publisherID, eventType string, payload any, now time.Time) (Mess
 var ErrTooLarge = errors.New("notify: notification larger than an outbox row")
 
 // Action is the outbox row of notification eventType about lease leaseID
-// with payload, stamped now. Its key orders one lease's notifications
-// (create before update before delete) and is not the key of any
-// compute action, so a broker outage delays no compute call; LeaseID is
-// left empty so that a failing notification never marks the lease
-// degraded.
+// with payload, stamped now. LeaseID is left empty so that a failing
+// notification never marks the lease degraded.
 func (n *Notifier) Action(eventType, leaseID string, payload any, now time.Time) (outbox.Action, error) {
 	m, err := NewMessage(n.cfg.PublisherID, eventType, payload, now)
 	if err != nil {
 		return outbox.Action{}, err
 	}
-	a := outbox.Action{Kind: KindLease, Key: "notify:lease:" + leaseID, Payload: m}
+	a := outbox.Action{Kind: KindLease, Key: Key(leaseID), Payload: m}
 	if size := len(m.Payload) + 512; size > outbox.MaxPayload {
 		return a, fmt.Errorf("%w: %s of lease %s is about %d bytes", ErrTooLarge, eventType, leaseID, size)
 	}
 	return a, nil
+}
+
+// keyShards is the number of outbox keys notifications are spread over.
+const keyShards = 256
+
+// Key is the outbox key of lease leaseID's notifications: one of
+// keyShards keys, chosen by a hash of the id. One lease's notifications
+// share a key, so they are published in the order they were decided
+// (create before update before delete); other leases' are spread over
+// the other keys and go out in parallel. The set of keys is bounded
+// because the outbox keeps a lock row per key on MySQL. No compute action
+// uses these keys, so a broker outage delays no compute call.
+func Key(leaseID string) string {
+	h := sha256.Sum256([]byte(leaseID))
+	return fmt.Sprintf("notify:lease:%02x", int(h[0])%keyShards)
 }
 
 // wireMessage is the message as it goes on the wire: the Message and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -185,7 +186,7 @@ func TestLogDriver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Kind != KindLease || a.Key != "notify:lease:L1" || a.LeaseID != "" {
+	if a.Kind != KindLease || a.Key != Key("L1") || !strings.HasPrefix(a.Key, "notify:lease:") || a.LeaseID != "" {
 		t.Errorf("action %+v", a)
 	}
 	raw, err := json.Marshal(a.Payload)
@@ -229,5 +230,23 @@ func TestPublishUnreachable(t *testing.T) {
 	err = tr.Publish(ctx, Publishing{RoutingKey: "notifications.info", Body: []byte("{}")})
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "127.0.0.1:2") {
 		t.Errorf("err %v, want both hosts tried", err)
+	}
+}
+
+// TestKeyIsStableAndBounded: one lease always gets one key (its
+// notifications stay in order), and all leases share at most keyShards
+// keys (the outbox keeps a lock row per key on MySQL).
+func TestKeyIsStableAndBounded(t *testing.T) {
+	keys := map[string]bool{}
+	for i := range 20000 {
+		id := fmt.Sprintf("lease-%d", i)
+		k := Key(id)
+		if k != Key(id) {
+			t.Fatalf("Key(%s) changes", id)
+		}
+		keys[k] = true
+	}
+	if len(keys) > keyShards || len(keys) < keyShards/2 {
+		t.Errorf("%d keys for 20000 leases, want at most %d and spread", len(keys), keyShards)
 	}
 }

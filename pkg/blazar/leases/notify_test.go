@@ -42,7 +42,7 @@ func notifications(t *testing.T, d *db.DB) []notified {
 		if err := json.Unmarshal(n.Payload, &n.Lease); err != nil {
 			t.Fatal(err)
 		}
-		if want := "notify:lease:" + n.Lease.LeaseID; r.Key != want || r.LeaseID != "" {
+		if want := notify.Key(n.Lease.LeaseID); r.Key != want || r.LeaseID != "" {
 			t.Errorf("row %d: key %q lease %q, want key %q and no lease (a notification never degrades its lease)", r.ID, r.Key, r.LeaseID, want)
 		}
 		out = append(out, n)
