@@ -174,16 +174,19 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// Blazar: hosts, the reservation types, leases and their events.
 	s.Hosts = hosts.New(d, drv)
 	tagRules := allocator.ParseClusterTags(bc.PhysicalHost.ClusterTags)
+	// BEST-EFFORT leases clear hosts by moving other projects' instances:
+	// Placement consumers rewritten in standalone mode, live migrations
+	// with a driver that has them.
+	migrator, canMigrate := any(drv).(hostplugin.LiveMigrator)
+	canMigrate = canMigrate && drv.Name() != "standalone"
 	reg, err := plugins.NewRegistry(
 		hostplugin.New(s.Hosts, d.DB, hostplugin.Config{
 			Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
 			DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
 			CheckHosts:       hosts.ReservableTx,
 			Rules:            &tagRules,
-			// Standalone instances are Placement consumers, moved by
-			// s.Mover; Nova's need live migration (not wired yet).
-			ClearHosts: drv.Name() == "standalone",
-			Driver:     drv.Name(),
+			ClearHosts:       drv.Name() == "standalone" || canMigrate,
+			Driver:           drv.Name(),
 		}, nil),
 		floatingip.New(s.Hosts),
 	)
@@ -202,6 +205,9 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	maps.Copy(handlers, hosts.OutboxHandlers(drv))
 	maps.Copy(handlers, s.Notifier.Handlers())
 	s.Mover = &hostplugin.Mover{Placement: psvc, Wanted: s.Leases.InProgress}
+	if canMigrate {
+		s.Mover.Migrator = migrator
+	}
 	maps.Copy(handlers, s.Mover.Handlers())
 	obCfg := outbox.Config{OnFailure: s.Leases.OutboxFailure, OnSuccess: s.Leases.OutboxSuccess,
 		// A notification waits out a message-bus outage of any length.

@@ -11,11 +11,21 @@ import (
 	"github.com/leasehold/leasehold/pkg/placement"
 )
 
-// Mover carries out the instance moves of BEST-EFFORT leases in
-// standalone mode, where an instance is a Placement consumer: a move
-// rewrites the consumer's allocations from the source compute provider to
-// the target's in one Placement write (capacity checked, provider and
+// LiveMigrator is the part of a compute driver that live-migrates a
+// server to a host and waits until it runs there (the nova driver);
+// migrating a server to where it runs already succeeds.
+type LiveMigrator interface {
+	LiveMigrate(ctx context.Context, serverID, targetHost string) error
+}
+
+// Mover carries out the instance moves of BEST-EFFORT leases. In
+// standalone mode an instance is a Placement consumer: a move rewrites
+// the consumer's allocations from the source compute provider to the
+// target's in one Placement write (capacity checked, provider and
 // consumer generations bumped), as Nova's live migration leaves them.
+// With a Migrator (Nova using this Placement, where a consumer is a
+// server) the move is a live migration to the target host, waited for;
+// Nova updates the allocations itself.
 type Mover struct {
 	// Placement is the built-in Placement.
 	Placement *placement.Service
@@ -23,6 +33,8 @@ type Mover struct {
 	// still IN-PROGRESS): a lease that timed out or was deleted drops the
 	// moves not made yet.
 	Wanted func(ctx context.Context, leaseID string) (bool, error)
+	// Migrator, when set, makes each move a live migration.
+	Migrator LiveMigrator
 
 	before atomic.Pointer[func(ctx context.Context, consumer string) error]
 }
@@ -61,6 +73,13 @@ func (m *Mover) handle(ctx context.Context, payload json.RawMessage) error {
 		if err := (*f)(ctx, a.Consumer); err != nil {
 			return err
 		}
+	}
+	if m.Migrator != nil {
+		if err := m.Migrator.LiveMigrate(ctx, a.Consumer, a.ToHost); err != nil {
+			return err
+		}
+		slog.InfoContext(ctx, "instance live-migrated", "server", a.Consumer, "from", a.FromHost, "to", a.ToHost)
+		return nil
 	}
 	return m.Move(ctx, a.Consumer, a.From, a.To)
 }
