@@ -286,7 +286,12 @@ func (p *Plugin) PrepareClearing(ctx context.Context, lease plugins.Lease, r plu
 		if i, ok := byProvider[u]; ok {
 			info, h := &p.idx.infos[i], &p.idx.hosts[i]
 			hostOf[u] = info.ID
-			nameOf[u] = p.hostnames([]string{info.ID})[0]
+			// The name the compute service knows (as hostnames; the view
+			// is locked here already).
+			nameOf[u] = info.HypervisorHostname
+			if info.ServiceName != "" {
+				nameOf[u] = info.ServiceName
+			}
 			sh.Tags = hostTags(info)
 			var inWindow, later bool
 			for _, b := range h.Busy {
