@@ -59,6 +59,13 @@ func (m *Mover) handle(ctx context.Context, payload json.RawMessage) error {
 	if err := json.Unmarshal(payload, &a); err != nil {
 		return outbox.Permanent(err)
 	}
+	if f := m.before.Load(); f != nil {
+		if err := (*f)(ctx, a.Consumer); err != nil {
+			return err
+		}
+	}
+	// Checked right before the move: a lease that timed out meanwhile
+	// drops it.
 	if m.Wanted != nil {
 		ok, err := m.Wanted(ctx, a.LeaseID)
 		if err != nil {
@@ -67,11 +74,6 @@ func (m *Mover) handle(ctx context.Context, payload json.RawMessage) error {
 		if !ok {
 			slog.InfoContext(ctx, "instance move dropped: its lease no longer clears hosts", "lease", a.LeaseID, "consumer", a.Consumer)
 			return nil
-		}
-	}
-	if f := m.before.Load(); f != nil {
-		if err := (*f)(ctx, a.Consumer); err != nil {
-			return err
 		}
 	}
 	if m.Migrator != nil {

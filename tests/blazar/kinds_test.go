@@ -18,6 +18,7 @@ import (
 
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
+	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/server"
 )
 
@@ -392,7 +393,12 @@ func testKindsTimedOut(t *testing.T, k *kindsServer) {
 		}
 	})
 	defer k.srv.Mover.SetBeforeMove(nil)
-	defer close(release)
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
 	code, l := k.lease(t, "to", "to", "BEST-EFFORT", map[string]any{"timeout": 1}, 1)
 	if code != 201 || l["status"] != "IN-PROGRESS" || l["timeout"] != float64(1) || l["lease_type"] != "BEST-EFFORT" {
 		t.Fatalf("best-effort lease: %d %v", code, l)
@@ -401,8 +407,30 @@ func testKindsTimedOut(t *testing.T, k *kindsServer) {
 	if res := l["reservations"].([]any)[0].(map[string]any); res["status"] != "deleted" {
 		t.Errorf("reservation of the timed-out lease: %v, want deleted", res)
 	}
+	// The blocked move goes on after the timeout: it finds the lease
+	// timed out and is dropped.
+	close(release)
+	released = true
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		rs, err := outbox.List(context.Background(), k.srv.DB())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending := false
+		for _, r := range rs {
+			pending = pending || r.LeaseID == l["id"]
+		}
+		if !pending {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lease's outbox rows are still there after 60s: %+v", rs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if got := k.where(t, inst); len(got) != 1 || got[0] != rp {
-		t.Errorf("instance on %v, want still on %s", got, rp)
+		t.Errorf("instance on %v, want still on %s (the move was dropped)", got, rp)
 	}
 }
 
