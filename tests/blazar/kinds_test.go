@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -261,6 +262,7 @@ func TestLeaseKinds(t *testing.T) {
 			t.Run("best-effort timed out", func(t *testing.T) { testKindsTimedOut(t, k) })
 			t.Run("best-effort clears a host", func(t *testing.T) { testKindsBestEffort(t, k) })
 			t.Run("best-effort honours migration tags", func(t *testing.T) { testKindsMigrationTags(t, k) })
+			t.Run("real clients", func(t *testing.T) { testKindsClients(t, k) })
 		})
 	}
 }
@@ -472,4 +474,78 @@ func testKindsMigrationTags(t *testing.T, k *kindsServer) {
 	if got := k.where(t, inst); len(got) != 1 || got[0] != allowed {
 		t.Errorf("instance moved to %v, want %s (mg-b, the only net:b host)", got, allowed)
 	}
+}
+
+// kindsPy sends a lease body through python-blazarclient's own request
+// manager (its LeaseClientManager.create builds the body from a fixed set
+// of keys, so a caller of the library posts the body itself) and prints
+// the lease, or the client's error code.
+const kindsPy = `
+import json, sys
+from blazarclient import client, exception
+c = client.Client('1', blazar_url=sys.argv[1], auth_token='admin')
+try:
+    resp, body = c.lease.request_manager.post('/leases', body=json.loads(sys.argv[2]))
+    print(json.dumps(body['lease']))
+except exception.BlazarClientException as e:
+    print(json.dumps({'code': e.kwargs.get('code'), 'message': str(e)}))
+`
+
+func testKindsClients(t *testing.T, k *kindsServer) {
+	srv := &Server{URL: k.base, Endpoint: k.base + "/v1"}
+	RequireClients(t, "blazar", "openstack")
+	python := clientPython(t)
+	k.host(t, "cli-1", 8, 16384, "grp=cli")
+	body := func(name string) string {
+		b, _ := json.Marshal(map[string]any{"name": name, "lease_type": "IMMEDIATE",
+			"end_date": time.Now().UTC().Add(48 * time.Hour).Format("2006-01-02 15:04"), "events": []any{},
+			"reservations": []any{map[string]any{"resource_type": "physical:host", "min": 1, "max": 1,
+				"hypervisor_properties": "", "resource_properties": `["==", "$grp", "cli"]`}}})
+		return string(b)
+	}
+	py := func(name string) map[string]any {
+		out := srv.MustRun(t, python, "-c", kindsPy, srv.Endpoint, body(name))
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]), &m); err != nil {
+			t.Fatalf("python-blazarclient: %v\n%s", err, out)
+		}
+		return m
+	}
+	l := py("cli-immediate")
+	if l["lease_type"] != "IMMEDIATE" || l["status"] != "ACTIVE" {
+		t.Fatalf("IMMEDIATE through python-blazarclient: %v", l)
+	}
+	if e := py("cli-immediate-2"); e["code"] != float64(409) {
+		t.Errorf("second IMMEDIATE through python-blazarclient: %v, want code 409", e)
+	}
+	// The CLIs show the kind of any lease.
+	if f := ParseShow(t, srv.MustRun(t, "blazar", "lease-show", l["id"].(string))); f["lease_type"] != "IMMEDIATE" || f["status"] != "ACTIVE" {
+		t.Errorf("blazar lease-show: %v", f)
+	}
+	start := time.Now().UTC().Add(72 * time.Hour).Format("2006-01-02 15:04")
+	end := time.Now().UTC().Add(96 * time.Hour).Format("2006-01-02 15:04")
+	srv.MustRun(t, "blazar", "lease-create", "--physical-reservation", `min=1,max=1,hypervisor_properties=,resource_properties=["==", "$grp", "cli"]`,
+		"--start-date", start, "--end-date", end, "cli-scheduled")
+	if m := showJSON(t, srv, "openstack", "reservation", "lease", "show", "cli-scheduled"); m["lease_type"] != "SCHEDULE" || m["status"] != "PENDING" {
+		t.Errorf("a lease the CLI created: %v, want SCHEDULE and PENDING", m)
+	}
+}
+
+// clientPython is the interpreter the blazar CLI runs with (its #! line):
+// the one python-blazarclient is installed for.
+func clientPython(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("blazar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	if f := strings.Fields(strings.TrimPrefix(line, "#!")); len(f) > 0 && strings.HasPrefix(line, "#!") {
+		return f[0]
+	}
+	return "python3"
 }
