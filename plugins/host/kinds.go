@@ -50,27 +50,40 @@ func (p *Plugin) startsNow(lease plugins.Lease) bool {
 
 // busyNow maps the hosts of the view whose compute provider holds
 // allocations of another project than project's to the reason. It reads
-// g outside any transaction (Prepare).
+// g outside any transaction (Prepare): one probe per host's provider,
+// which stops at its first such allocation (the index on allocations'
+// provider, then consumers by uuid), however many instances run.
 func (p *Plugin) busyNow(ctx context.Context, g *gorm.DB, project string) (map[string]string, error) {
-	var rows []struct{ UUID, Consumer string }
-	err := g.WithContext(ctx).Raw(`SELECT rp.uuid, MIN(c.uuid) AS consumer FROM allocations a
- JOIN resource_providers rp ON rp.id = a.resource_provider_id
- JOIN consumers c ON c.uuid = a.consumer_id
- WHERE c.project_id <> ? GROUP BY rp.uuid`, project).Scan(&rows).Error
-	if err != nil || len(rows) == 0 {
-		return nil, err
-	}
-	byProvider := make(map[string]string, len(rows))
-	for _, r := range rows {
-		byProvider[r.UUID] = r.Consumer
-	}
 	p.idx.mu.RLock()
-	defer p.idx.mu.RUnlock()
-	out := map[string]string{}
+	hostOf := make(map[string]string, len(p.idx.infos))
+	provs := make([]string, 0, len(p.idx.infos))
 	for i := range p.idx.infos {
-		h := &p.idx.infos[i]
-		if c, ok := byProvider[h.ComputeProviderUUID]; ok && h.ComputeProviderUUID != "" {
-			out[h.ID] = "in use by another project now (consumer " + c + " on its compute provider)"
+		if u := p.idx.infos[i].ComputeProviderUUID; u != "" {
+			hostOf[u] = p.idx.infos[i].ID
+			provs = append(provs, u)
+		}
+	}
+	p.idx.mu.RUnlock()
+	var out map[string]string
+	for from := 0; from < len(provs); from += 500 {
+		var rows []struct {
+			UUID     string
+			Consumer *string
+		}
+		err := g.WithContext(ctx).Raw(`SELECT rp.uuid, (SELECT c.uuid FROM allocations a JOIN consumers c ON c.uuid = a.consumer_id
+ WHERE a.resource_provider_id = rp.id AND c.project_id <> ? LIMIT 1) AS consumer
+ FROM resource_providers rp WHERE rp.uuid IN ?`, project, provs[from:min(from+500, len(provs))]).Scan(&rows).Error
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if r.Consumer == nil {
+				continue
+			}
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[hostOf[r.UUID]] = "in use by another project now (consumer " + *r.Consumer + " on its compute provider)"
 		}
 	}
 	return out, nil

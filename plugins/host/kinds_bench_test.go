@@ -40,11 +40,10 @@ func insertRows(b *testing.B, d *db.DB, head string, n int, rows [][]any) {
 	}
 }
 
-// BenchmarkPrepareClearing: the whole planning of a BEST-EFFORT lease of
-// 20 hosts (Placement read, view, allocator.PlanScavenge) on a cluster of
-// 1,000 compute nodes running 10,000 instances of another project, 100
-// of the nodes eligible and all of them busy.
-func BenchmarkPrepareClearing(b *testing.B) {
+// busyCluster is 1,000 compute nodes running 10,000 instances of project
+// "other", 100 of the nodes (grp=x) eligible for the lease it returns with
+// the plugin, all of them busy.
+func busyCluster(b *testing.B) (*hostplugin.Plugin, plugins.Lease, plugins.Request) {
 	ctx := context.Background()
 	d := dbtest.Open(b)
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -88,10 +87,30 @@ func BenchmarkPrepareClearing(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return p, lease, req
+}
+
+// BenchmarkPrepareClearing: the whole planning of a BEST-EFFORT lease of
+// 20 hosts (Placement read, view, allocator.PlanScavenge) on busyCluster.
+func BenchmarkPrepareClearing(b *testing.B) {
+	p, lease, req := busyCluster(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := p.PrepareClearing(ctx, lease, req, true, nil); err != nil {
+		if _, err := p.PrepareClearing(context.Background(), lease, req, true, nil); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPrepareNowBusy: the choice of a lease that starts now on
+// busyCluster (every node in use by another project: refused), the cost
+// the "in use now" check adds to every such lease.
+func BenchmarkPrepareNowBusy(b *testing.B) {
+	p, lease, req := busyCluster(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Prepare(context.Background(), lease, req, true, nil); err == nil {
+			b.Fatal("a lease on busy hosts was accepted")
 		}
 	}
 }
