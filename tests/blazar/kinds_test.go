@@ -409,6 +409,15 @@ func testKindsTimedOut(t *testing.T, k *kindsServer) {
 	if res := l["reservations"].([]any)[0].(map[string]any); res["status"] != "deleted" {
 		t.Errorf("reservation of the timed-out lease: %v, want deleted", res)
 	}
+	// Its host is released.
+	_, allocs := k.call(t, "GET", "/v1/os-hosts/allocations", nil)
+	for _, a := range allocs["allocations"].([]any) {
+		for _, r := range a.(map[string]any)["reservations"].([]any) {
+			if r.(map[string]any)["lease_id"] == l["id"] {
+				t.Errorf("the timed-out lease still holds host %v", a.(map[string]any)["resource_id"])
+			}
+		}
+	}
 	// The blocked move goes on after the timeout: it finds the lease
 	// timed out and is dropped.
 	close(release)
@@ -450,6 +459,19 @@ func testKindsBestEffort(t *testing.T, k *kindsServer) {
 	l = k.waitStatus(t, l["id"].(string), "ACTIVE")
 	if eventStatus(l, "start_lease") != "DONE" {
 		t.Errorf("start_lease of the active lease: %v", l["events"])
+	}
+	// It holds exactly one of the two hosts.
+	_, allocs := k.call(t, "GET", "/v1/os-hosts/allocations", nil)
+	held := 0
+	for _, a := range allocs["allocations"].([]any) {
+		for _, r := range a.(map[string]any)["reservations"].([]any) {
+			if r.(map[string]any)["lease_id"] == l["id"] {
+				held++
+			}
+		}
+	}
+	if held != 1 {
+		t.Errorf("the best-effort lease holds %d hosts, want 1", held)
 	}
 	if got := k.where(t, small); len(got) != 1 || got[0] == rp1 || got[0] == rp2 {
 		t.Errorf("the instance of the cheapest host to clear is on %v, want moved off be-1 and be-2", got)
