@@ -82,24 +82,25 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 	}
 	var l models.Lease
 	var ress []models.Reservation
-	err = s.write(ctx, plan.prepare, func(tx *plugins.Tx, _ attempt) error {
+	persist := func(tx *plugins.Tx, _ attempt) error {
 		var err error
 		l, ress, err = plan.persist(ctx, tx)
 		if err != nil || !s.notifying() {
 			return err
 		}
-		return s.enqueueNotifications(ctx, tx, plan.view(&l, ress), NotifyCreate)
-	})
+		ets := []string{NotifyCreate}
+		if plan.kind.typ != KindSchedule && !plan.clearing {
+			ets = append(ets, NotifyStartLease) // started in this transaction
+		}
+		return s.enqueueNotifications(ctx, tx, plan.view(&l, ress), ets...)
+	}
+	err = s.write(ctx, plan.prepare, persist)
 	if err != nil && plan.kind.typ == KindBestEffort && errs.Is(err, errs.NotEnoughResources) {
 		// Too few hosts free now: the scavenger hunt.
 		plan.clearing = true
 		plan.deadline = plan.now.Add(time.Duration(plan.kind.timeout) * time.Second)
 		plan.events = clearingEvents(plan.events, plan.deadline)
-		err = s.write(ctx, plan.prepareClearing, func(tx *plugins.Tx, _ attempt) error {
-			var err error
-			l, ress, err = plan.persist(ctx, tx)
-			return err
-		})
+		err = s.write(ctx, plan.prepareClearing, persist)
 	}
 	if err != nil {
 		return nil, err

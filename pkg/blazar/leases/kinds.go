@@ -251,8 +251,14 @@ func (s *Service) activateIfClear(ctx context.Context, g *gorm.DB, leaseID strin
 		Updates(map[string]any{"status": EventDone, "time": now, "updated_at": now}).Error; err != nil {
 		return err
 	}
-	return tx.WithContext(ctx).Model(&models.Lease{}).Where("id = ?", l.ID).
-		Updates(map[string]any{"status": StatusActive, "updated_at": now}).Error
+	if err := tx.WithContext(ctx).Model(&models.Lease{}).Where("id = ?", l.ID).
+		Updates(map[string]any{"status": StatusActive, "updated_at": now}).Error; err != nil {
+		return err
+	}
+	if !s.notifying() {
+		return nil
+	}
+	return s.notifyStored(ctx, tx, l.ID, "", NotifyStartLease)
 }
 
 // timeOut ends an IN-PROGRESS lease whose deadline (its start_lease
@@ -277,6 +283,13 @@ func (s *Service) timeOut(ctx context.Context, tx *plugins.Tx, l *models.Lease, 
 		Updates(map[string]any{"status": EventDone, "updated_at": now}).Error; err != nil {
 		return err
 	}
-	return tx.WithContext(ctx).Model(&models.Lease{}).Where("id = ?", l.ID).
-		Updates(map[string]any{"status": StatusTimedOut, "updated_at": now}).Error
+	if err := tx.WithContext(ctx).Model(&models.Lease{}).Where("id = ?", l.ID).
+		Updates(map[string]any{"status": StatusTimedOut, "updated_at": now}).Error; err != nil {
+		return err
+	}
+	if !s.notifying() {
+		return nil
+	}
+	// Blazar has no event for it: the lease's new status is an update.
+	return s.notifyStored(ctx, tx, l.ID, "", NotifyUpdate)
 }
