@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/blazar/events"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
@@ -66,6 +67,8 @@ type Server struct {
 	Outbox *outbox.Worker
 	// Notifier sends the usage notifications (nil when they are off).
 	Notifier *notify.Notifier
+	// Mover carries out the instance moves of BEST-EFFORT leases.
+	Mover *hostplugin.Mover
 }
 
 // New opens the database (migrating unless disabled) and builds every
@@ -170,11 +173,20 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 
 	// Blazar: hosts, the reservation types, leases and their events.
 	s.Hosts = hosts.New(d, drv)
+	tagRules := allocator.ParseClusterTags(bc.PhysicalHost.ClusterTags)
+	// BEST-EFFORT leases clear hosts by moving other projects' instances:
+	// Placement consumers rewritten in standalone mode, live migrations
+	// with a driver that has them.
+	migrator, canMigrate := any(drv).(hostplugin.LiveMigrator)
+	canMigrate = canMigrate && drv.Name() != "standalone"
 	reg, err := plugins.NewRegistry(
 		hostplugin.New(s.Hosts, d.DB, hostplugin.Config{
 			Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
 			DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
 			CheckHosts:       hosts.ReservableTx,
+			Rules:            &tagRules,
+			ClearHosts:       drv.Name() == "standalone" || canMigrate,
+			Driver:           drv.Name(),
 		}, nil),
 		floatingip.New(s.Hosts),
 	)
@@ -192,6 +204,11 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	handlers := hostplugin.OutboxHandlers(drv)
 	maps.Copy(handlers, hosts.OutboxHandlers(drv))
 	maps.Copy(handlers, s.Notifier.Handlers())
+	s.Mover = &hostplugin.Mover{Placement: psvc, Wanted: s.Leases.InProgress}
+	if canMigrate {
+		s.Mover.Migrator = migrator
+	}
+	maps.Copy(handlers, s.Mover.Handlers())
 	obCfg := outbox.Config{OnFailure: s.Leases.OutboxFailure, OnSuccess: s.Leases.OutboxSuccess,
 		// A notification waits out a message-bus outage of any length.
 		KeepRetrying: func(kind string) bool { return kind == notify.KindLease }}
