@@ -16,6 +16,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/blazar/events"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
+	"github.com/leasehold/leasehold/pkg/blazar/scheduler"
 	"github.com/leasehold/leasehold/pkg/compute/standalone"
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/db"
@@ -63,6 +64,8 @@ type Server struct {
 	Leases *leases.Service
 	Events *events.Manager
 	Outbox *outbox.Worker
+	// Scheduler answers Nova's LeaseholdFilter (POST /v1/scheduler/filter).
+	Scheduler *scheduler.Service
 }
 
 // New opens the database (migrating unless disabled) and builds every
@@ -161,6 +164,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		Filters:               leases.NewFilters(bc.Enforcement, &http.Client{Timeout: 30 * time.Second}),
 	}, nil, func() { s.Events.Notify(); s.Outbox.Notify() })
 	s.Events = events.New(d, s.Leases, evCfg, nil)
+	s.Scheduler = scheduler.New(d, s.Hosts, nil)
 
 	// External calls, after the commits that decided them.
 	handlers := hostplugin.OutboxHandlers(drv)
@@ -178,6 +182,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	blazarapi.RegisterLeases(rt, s.Leases)
 	blazarapi.RegisterHosts(rt, s.Hosts)
 	blazarapi.RegisterFloatingIPs(rt, s.Hosts)
+	blazarapi.RegisterScheduler(rt, s.Scheduler)
 	v1 := instrument("blazar", "/v1", http.StripPrefix("/v1", rt.Handler(v1Auth)))
 	mounted := instrument("placement", "", papi.Mount("/placement"))
 	blazarRoot := instrument("blazar", "", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
