@@ -22,6 +22,10 @@ type Request struct {
 	// upstream's aggregate_instance_extra_specs:reservation=<id> ("" for
 	// an ordinary flavor).
 	FlavorReservation string
+	// Explain asks, for a boot naming no reservation, which lease holds
+	// each registered candidate now (a read per candidate); without it
+	// such a host's reason only says it is Leasehold's.
+	Explain bool
 	// Hosts are the candidates' names: Nova's nodename (the hypervisor
 	// hostname Leasehold registers hosts by), or the compute service's
 	// host name.
@@ -47,7 +51,7 @@ const maxHosts = 100000
 //	 "scheduler_hints": {"reservation": "<id>" | ["<id>"], …},
 //	 "flavor": {"extra_specs": {"resources:CUSTOM_RESERVATION_…": "1", …},
 //	            "resources": {"CUSTOM_RESERVATION_…": 1, …}},
-//	 "hosts": ["compute1", …]}
+//	 "hosts": ["compute1", …], "explain": false}
 //
 // project_id and hosts are required; keys it does not know are ignored,
 // so a newer filter can send more than this server reads. A value of the
@@ -67,6 +71,13 @@ func ParseRequest(body map[string]any) (Request, error) {
 	}
 	if req.FlavorReservation, err = flavorReservation(body["flavor"]); err != nil {
 		return req, err
+	}
+	switch v := body["explain"].(type) {
+	case nil:
+	case bool:
+		req.Explain = v
+	default:
+		return req, errs.BadRequestf("Malformed parameter `explain`: true or false is expected.")
 	}
 	raw, ok := body["hosts"]
 	if !ok || raw == nil {

@@ -15,16 +15,23 @@
 //     such a host is either reserved by some lease at that moment or in the
 //     free pool, which only leases hand out. Hosts Leasehold does not know
 //     pass (the cloud's unreserved capacity).
-//   - Every rejected host gets a reason a person can act on.
+//   - Every rejected host gets a reason a person can act on. For a boot
+//     naming no reservation, which lease holds a registered host now (or
+//     that none does: the free pool) is read only when the request asks
+//     with "explain": true, which the filter does when it logs at debug
+//     level: it is the one part of the answer that costs a read per
+//     candidate.
 //
 // # Cost
 //
 // A host name is resolved through the hosts service's cached host list
-// (one change-marker read per call); then one indexed query: for a
-// reservation, the reservation, its lease and its allocations by primary
-// key and reservation_id; without one, the allocations of the registered
-// candidates that contain now (the (compute_host_id, end_date,
-// start_date) index). BenchmarkFilter measures it.
+// (one change-marker read per call). A reservation named costs one more
+// query: the reservation, its lease and its allocations, by primary key
+// and reservation_id. A boot naming none costs nothing more, unless it
+// asks to explain: then the allocations containing now of the registered
+// candidates are read through the (compute_host_id, end_date,
+// start_date) index (one or two statements; busyNow).
+// BenchmarkFilter measures every case.
 //
 // # Reservation types and the extension point
 //
@@ -40,7 +47,9 @@ package scheduler
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,7 +167,7 @@ func (s *Service) Filter(ctx context.Context, req Request) (*Result, error) {
 		checks = append(checks, c)
 	}
 	var busy map[string]busyRow
-	if len(checks) == 0 {
+	if len(checks) == 0 && req.Explain {
 		if busy, err = s.busyNow(ctx, sqlDB, ids, now); err != nil {
 			return nil, err
 		}
@@ -186,6 +195,9 @@ func decide(id string, checks []*resCheck, busy map[string]busyRow) string {
 		if id == "" {
 			return ""
 		}
+		if busy == nil {
+			return registered
+		}
 		if b, ok := busy[id]; ok {
 			return fmt.Sprintf("reserved by reservation %s until %s; boot with that reservation to use it", b.reservation, b.end.Format(time.RFC3339))
 		}
@@ -201,6 +213,11 @@ func decide(id string, checks []*resCheck, busy map[string]busyRow) string {
 	}
 	return ""
 }
+
+// registered is the reason a registered host is refused to a boot that
+// names no reservation, when the request did not ask to explain which
+// lease holds it.
+const registered = "registered in Leasehold: it takes instances only through a reservation (ask with explain for the lease holding it)"
 
 // resCheck is a named reservation as read at now.
 type resCheck struct {
@@ -281,23 +298,91 @@ type busyRow struct {
 // busyNow returns, by host id, an allocation containing now of the
 // registered hosts among ids.
 func (s *Service) busyNow(ctx context.Context, sqlDB *sql.DB, ids []string, now time.Time) (map[string]busyRow, error) {
-	args := make([]any, 0, len(ids)+2)
+	uniq := make([]string, 0, len(ids))
 	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		if id != "" && !seen[id] {
+		if id != "" && !seen[id] && decimal(id) {
 			seen[id] = true
-			args = append(args, id)
+			uniq = append(uniq, id)
 		}
 	}
 	out := map[string]busyRow{}
-	if len(args) == 0 {
+	if len(uniq) == 0 {
 		return out, nil
 	}
-	n := len(args)
-	args = append(args, now, now)
-	q := "SELECT compute_host_id, reservation_id, " + leases.TimeExpr(s.db.Dialect, "end_date") +
-		" FROM computehost_allocations WHERE compute_host_id IN (" + placeholders(n) + ") AND end_date > ? AND start_date <= ?"
-	err := db.EachRow(ctx, sqlDB, q, args, func(rows *sql.Rows) error {
+	if s.db.Dialect == db.SQLite {
+		return out, s.busyNowSQLite(ctx, sqlDB, uniq, now, out)
+	}
+	// MySQL: one range scan of (compute_host_id, end_date) per host, in
+	// one statement. The ids are written into it (decimal API ids of
+	// registered hosts: nothing else gets here) in IN lists shorter than
+	// MariaDB's in_predicate_conversion_threshold (1000), beyond which
+	// the list becomes a subquery and the table is scanned whole.
+	const chunk = 500
+	var q strings.Builder
+	var args []any
+	for i := 0; i < len(uniq); i += chunk {
+		if i > 0 {
+			q.WriteString(" UNION ALL ")
+		}
+		q.WriteString("SELECT compute_host_id, reservation_id, end_date FROM computehost_allocations WHERE compute_host_id IN ('")
+		q.WriteString(strings.Join(uniq[i:min(i+chunk, len(uniq))], "','"))
+		q.WriteString("') AND end_date > ? AND start_date <= ?")
+		args = append(args, now, now)
+	}
+	return out, db.EachRow(ctx, sqlDB, q.String(), args, scanBusy(out))
+}
+
+// busyNowSQLite fills out on SQLite. The ids travel as one JSON array (a
+// thousand bound parameters cost the driver more than the query: its
+// bind is quadratic in their number). First, per host, the allocation
+// that ends first after now, read from the (compute_host_id, end_date)
+// index and fetched by rowid: if it started, the host is busy; if there
+// is none, it is free. Only a host whose first allocation starts later
+// can still be busy, through a longer allocation overlapping it
+// (instance slots share hosts): those alone are scanned in a second
+// query. Scanning every candidate's future bookings at once costs twice
+// the CPU on a well-booked cloud.
+func (s *Service) busyNowSQLite(ctx context.Context, sqlDB *sql.DB, ids []string, now time.Time, out map[string]busyRow) error {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	first := "SELECT a.compute_host_id, a.reservation_id, CAST(a.start_date AS TEXT), CAST(a.end_date AS TEXT)" +
+		" FROM (SELECT (SELECT b.rowid FROM computehost_allocations b WHERE b.compute_host_id = h.value" +
+		" AND b.end_date > ? ORDER BY b.end_date LIMIT 1) AS aid FROM json_each(?) h) x" +
+		" JOIN computehost_allocations a ON a.rowid = x.aid"
+	var later []string
+	err = db.EachRow(ctx, sqlDB, first, []any{now, string(list)}, func(rows *sql.Rows) error {
+		var host string
+		var b busyRow
+		var start, end leases.TimeCol
+		if err := rows.Scan(leases.Str{P: &host}, leases.Str{P: &b.reservation}, &start, &end); err != nil {
+			return err
+		}
+		if start.T.After(now) {
+			later = append(later, host)
+			return nil
+		}
+		b.end = end.T
+		out[host] = b
+		return nil
+	})
+	if err != nil || len(later) == 0 {
+		return err
+	}
+	if list, err = json.Marshal(later); err != nil {
+		return err
+	}
+	q := "SELECT compute_host_id, reservation_id, CAST(end_date AS TEXT) FROM computehost_allocations" +
+		" WHERE compute_host_id IN (SELECT value FROM json_each(?)) AND end_date > ? AND start_date <= ?"
+	return db.EachRow(ctx, sqlDB, q, []any{string(list), now, now}, scanBusy(out))
+}
+
+// scanBusy reads (compute_host_id, reservation_id, end_date) rows into
+// out.
+func scanBusy(out map[string]busyRow) func(*sql.Rows) error {
+	return func(rows *sql.Rows) error {
 		var host string
 		var b busyRow
 		var end leases.TimeCol
@@ -307,18 +392,16 @@ func (s *Service) busyNow(ctx context.Context, sqlDB *sql.DB, ids []string, now 
 		b.end = end.T
 		out[host] = b
 		return nil
-	})
-	return out, err
+	}
 }
 
-// placeholders returns "?, ?, …" with n marks.
-func placeholders(n int) string {
-	b := make([]byte, 0, 3*n)
-	for i := range n {
-		if i > 0 {
-			b = append(b, ", "...)
+// decimal reports whether s is a host API id (a positive int64 in
+// decimal).
+func decimal(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
 		}
-		b = append(b, '?')
 	}
-	return string(b)
+	return len(s) > 0 && len(s) <= 19
 }

@@ -25,7 +25,7 @@ type clock struct {
 	t  time.Time
 }
 
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // host is a registered host row: API id, hypervisor hostname, service.
@@ -114,7 +114,7 @@ func body(project string, hint any, flavor map[string]any, hostNames ...string) 
 	for i, h := range hostNames {
 		hs[i] = h
 	}
-	b := map[string]any{"project_id": project, "user_id": "u1", "hosts": hs, "flavor": flavor}
+	b := map[string]any{"project_id": project, "user_id": "u1", "hosts": hs, "flavor": flavor, "explain": true}
 	if hint != nil {
 		b["scheduler_hints"] = map[string]any{"reservation": hint}
 	}
@@ -134,7 +134,8 @@ func testFilter(t *testing.T, dialect db.Dialect) {
 	ctx := context.Background()
 	f := newFixture(t, dbtest.OpenDialect(t, dialect), []host{
 		{1, "compute1", "svc1"}, {2, "compute2", "svc2"}, {3, "compute3", "svc3"}, {4, "compute4", "svc4"},
-		{5, "compute5", "svc5"}, {6, "node-a", "ironic"}, {7, "node-b", "ironic"},
+		{5, "compute5", "svc5"}, {6, "node-a", "ironic"}, {7, "node-b", "ironic"}, {9, "compute9", "svc9"},
+		{10, "compute10", "svc10"},
 	})
 	h := time.Hour
 	r1 := f.add(t, lease{"p1", "physical:host", "active", t0.Add(-h), t0.Add(h), []string{"1", "2"}})
@@ -145,6 +146,11 @@ func testFilter(t *testing.T, dialect db.Dialect) {
 	r6 := f.add(t, lease{"p1", "virtual:floatingip", "active", t0.Add(-h), t0.Add(h), nil})
 	// Started on time but its start event has not run yet.
 	r7 := f.add(t, lease{"p1", "physical:host", "pending", t0.Add(-time.Minute), t0.Add(h), []string{"4"}})
+	// compute9: a long instance reservation holds it now; a shorter one
+	// starting later ends first (the first allocation by end is not
+	// the one holding the host). compute10: booked only later.
+	r8 := f.add(t, lease{"p2", "virtual:instance", "active", t0.Add(-h), t0.Add(5 * h), []string{"9"}})
+	f.add(t, lease{"p2", "virtual:instance", "pending", t0.Add(h), t0.Add(2 * h), []string{"9", "10"}})
 	unknown := "99999999-0000-4000-8000-000000000000"
 	all := []string{"compute1", "compute2", "compute3", "compute4", "compute5", "elsewhere"}
 	freePool := "in Leasehold's free pool: it takes instances only through a reservation"
@@ -169,6 +175,12 @@ func testFilter(t *testing.T, dialect db.Dialect) {
 			"compute4": "reserved by reservation " + r7 + " until " + stamp(t0.Add(h)) + "; boot with that reservation to use it",
 			"compute5": "reserved by reservation " + r5 + " until " + stamp(t0.Add(h)) + "; boot with that reservation to use it",
 		}},
+		{"no hint: overlapping instance reservations, later bookings", body("p1", nil, nil, "compute9", "compute10"), nil, map[string]string{
+			"compute9":  "reserved by reservation " + r8 + " until " + stamp(t0.Add(5*h)) + "; boot with that reservation to use it",
+			"compute10": freePool,
+		}},
+		{"no hint, not explained", map[string]any{"project_id": "p1", "hosts": []any{"compute1", "compute10", "elsewhere"}},
+			[]string{"elsewhere"}, same(registered, "compute1", "compute10")},
 		{"hint: the reservation's hosts", body("p1", r1, nil, all...), []string{"compute1", "compute2"},
 			same(notIn(r1), "compute3", "compute4", "compute5", "elsewhere")},
 		{"hint as Nova's list", body("p1", []any{r1, r1}, nil, "compute2", "compute3"), []string{"compute2"},
