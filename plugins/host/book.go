@@ -263,6 +263,11 @@ func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plug
 			return "", err
 		}
 	}
+	// The reservation's aggregate exists from its creation on, as
+	// upstream's (owned by the project, no hosts until the start).
+	if err := enqueueAggregate(tx, KindCreateAggregate, lease, res.ID); err != nil {
+		return "", err
+	}
 	rows := allocRows(res.ID, c.chosen, win)
 	tx.AfterCommit(func() { p.idx.setReservation(res.ID, nil, rows) })
 	return id, nil
