@@ -80,8 +80,14 @@ func addHosts(t testing.TB, d *db.DB, hs []host) {
 	}
 }
 
+// fataler is what add needs of a test (testing.TB or rapid.T).
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+}
+
 // add inserts l and returns its reservation id.
-func (f *fixture) add(t testing.TB, l lease) string {
+func (f *fixture) add(t fataler, l lease) string {
 	t.Helper()
 	f.n++
 	leaseID := fmt.Sprintf("1ea5e000-0000-4000-8000-%012d", f.n)
