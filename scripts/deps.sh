@@ -19,13 +19,17 @@
 #                                   Chromium (tests/horizon); with --no-install-recommends
 #                                   no Apache is installed (the package only drops a
 #                                   file in /etc/apache2/conf-available)
+#   python3-nova python3-placement python3-oslotest python3-wsgi-intercept
+#                                   Nova in one process (nova-box) for tests/novafilter
+#                                   (LeaseholdFilter in Nova's scheduler, and its unit tests
+#                                   on nova.tests' fake HostState)
 #
 # The packages' init scripts are kept from starting anything (a system
 # MariaDB on 3306 is never started or touched): a policy-rc.d that denies
 # every service start is in place while apt-get runs, unless one exists.
 set -euo pipefail
 
-PKGS="${LEASEHOLD_DEPS:-mariadb-server mariadb-client python3-gabbi python3-yaml curl ganeti-htools python3-blazarclient python3-openstackclient python3-osc-placement wrk python3-keystone uwsgi-plugin-python3 jq sqlite3 openstack-dashboard chromium chromium-driver python3-selenium}"
+PKGS="${LEASEHOLD_DEPS:-mariadb-server mariadb-client python3-gabbi python3-yaml curl ganeti-htools python3-blazarclient python3-openstackclient python3-osc-placement wrk python3-keystone uwsgi-plugin-python3 jq sqlite3 openstack-dashboard chromium chromium-driver python3-selenium python3-nova python3-placement python3-oslotest python3-wsgi-intercept}"
 
 missing=()
 for p in $PKGS; do

@@ -40,9 +40,7 @@ func TestFilterProperty(t *testing.T) {
 				end:       start.Add(time.Duration(rapid.IntRange(1, 4).Draw(rt, "hours")) * time.Hour),
 			}
 			if l.resType != "virtual:floatingip" {
-				for _, h := range rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"1", "2", "3", "4", "5", "6"}), 1, 3, rapid.ID[string]).Draw(rt, "hosts") {
-					l.hosts = append(l.hosts, h)
-				}
+				l.hosts = rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"1", "2", "3", "4", "5", "6"}), 1, 3, rapid.ID[string]).Draw(rt, "hosts")
 			}
 			id := f.add(rt, l)
 			model[id] = l

@@ -40,8 +40,8 @@
 // host, and an instance reservation (virtual:instance, issue 13) must
 // record its slots there too, one row per slot with the lease window, as
 // upstream Blazar's instance plugin does. A reservation type that keeps
-// its hosts elsewhere is answered "holds no hosts" until hostsOf learns
-// its table.
+// its hosts elsewhere is answered "holds no hosts" until the query in
+// (*Service).reservation learns its table.
 package scheduler
 
 import (
@@ -155,11 +155,11 @@ func (s *Service) Filter(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	var checks []*resCheck
-	for _, named := range []struct{ id, via string }{{req.Reservation, "hint"}, {req.FlavorReservation, "flavor"}} {
-		if named.id == "" || (len(checks) == 1 && checks[0].id == named.id) {
+	for _, id := range []string{req.Reservation, req.FlavorReservation} {
+		if id == "" || (len(checks) == 1 && checks[0].id == id) {
 			continue
 		}
-		c, err := s.reservation(ctx, sqlDB, named.id, now)
+		c, err := s.reservation(ctx, sqlDB, id, now)
 		if err != nil {
 			return nil, err
 		}
