@@ -36,7 +36,7 @@ func benchCloud(b *testing.B, d *db.DB) (svc *Service, resNow, project string) {
 	b.Helper()
 	hs := make([]host, benchHosts)
 	for i := range hs {
-		hs[i] = host{int64(i + 1), fmt.Sprintf("compute%d", i+1), fmt.Sprintf("compute%d", i+1)}
+		hs[i] = host{id: int64(i + 1), node: fmt.Sprintf("compute%d", i+1), service: fmt.Sprintf("compute%d", i+1)}
 	}
 	now := benchBase.Add(benchNowSlot*24*time.Hour + 12*time.Hour)
 	f := newFixture(b, d, hs)

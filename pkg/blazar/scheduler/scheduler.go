@@ -100,6 +100,9 @@ type nameIndex struct {
 	// it ("" when several do: ironic-style services own many nodes).
 	byNode    map[string]string
 	byService map[string]string
+	// unreservable holds the ids of hosts taking no new reservations
+	// (reservable false: in maintenance, or reported down).
+	unreservable map[string]bool
 }
 
 func (s *Service) index(ctx context.Context) (*nameIndex, error) {
@@ -116,9 +119,13 @@ func (s *Service) index(ctx context.Context) (*nameIndex, error) {
 	if x := s.idx; x != nil && x.first == first && x.n == len(list) {
 		return x, nil
 	}
-	x := &nameIndex{first: first, n: len(list), byNode: make(map[string]string, len(list)), byService: make(map[string]string, len(list))}
+	x := &nameIndex{first: first, n: len(list), byNode: make(map[string]string, len(list)),
+		byService: make(map[string]string, len(list)), unreservable: map[string]bool{}}
 	for i := range list {
 		h := &list[i]
+		if !h.Reservable {
+			x.unreservable[h.ID] = true
+		}
 		x.byNode[h.HypervisorHostname] = h.ID
 		if _, dup := x.byService[h.ServiceName]; dup {
 			x.byService[h.ServiceName] = ""
@@ -179,7 +186,7 @@ func (s *Service) Filter(ctx context.Context, req Request) (*Result, error) {
 			continue
 		}
 		seen[name] = true
-		if reason := decide(ids[i], checks, busy); reason != "" {
+		if reason := decide(ids[i], checks, busy, idx.unreservable); reason != "" {
 			out.Rejected[name] = reason
 			continue
 		}
@@ -190,7 +197,7 @@ func (s *Service) Filter(ctx context.Context, req Request) (*Result, error) {
 
 // decide returns why the host (API id, "" when not registered) may not
 // take the instance, or "" when it may.
-func decide(id string, checks []*resCheck, busy map[string]busyRow) string {
+func decide(id string, checks []*resCheck, busy map[string]busyRow, unreservable map[string]bool) string {
 	if len(checks) == 0 {
 		if id == "" {
 			return ""
@@ -200,6 +207,9 @@ func decide(id string, checks []*resCheck, busy map[string]busyRow) string {
 		}
 		if b, ok := busy[id]; ok {
 			return fmt.Sprintf("reserved by reservation %s until %s; boot with that reservation to use it", b.reservation, b.end.Format(time.RFC3339))
+		}
+		if unreservable[id] {
+			return "registered in Leasehold and not reservable (maintenance, or reported down): it takes no instances without a reservation"
 		}
 		return "in Leasehold's free pool: it takes instances only through a reservation"
 	}

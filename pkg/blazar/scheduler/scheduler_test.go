@@ -141,8 +141,18 @@ func testFilter(t *testing.T, dialect db.Dialect) {
 	f := newFixture(t, dbtest.OpenDialect(t, dialect), []host{
 		{1, "compute1", "svc1"}, {2, "compute2", "svc2"}, {3, "compute3", "svc3"}, {4, "compute4", "svc4"},
 		{5, "compute5", "svc5"}, {6, "node-a", "ironic"}, {7, "node-b", "ironic"}, {9, "compute9", "svc9"},
-		{10, "compute10", "svc10"},
+		{10, "compute10", "svc10"}, {11, "compute11", "svc11"},
 	})
+	// compute11 takes no new reservations.
+	err := f.d.Write(context.Background(), func(tx *gorm.DB) error {
+		if err := tx.Exec("UPDATE computehosts SET reservable = ? WHERE id = 11", false).Error; err != nil {
+			return err
+		}
+		return hosts.BumpMarkerTx(tx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := time.Hour
 	r1 := f.add(t, lease{"p1", "physical:host", "active", t0.Add(-h), t0.Add(h), []string{"1", "2"}})
 	r2 := f.add(t, lease{"p2", "physical:host", "active", t0.Add(-h), t0.Add(2 * h), []string{"3"}})
@@ -185,6 +195,8 @@ func testFilter(t *testing.T, dialect db.Dialect) {
 			"compute9":  "reserved by reservation " + r8 + " until " + stamp(t0.Add(5*h)) + "; boot with that reservation to use it",
 			"compute10": freePool,
 		}},
+		{"no hint: a host taking no reservations", body("p1", nil, nil, "compute11"), nil, map[string]string{
+			"compute11": "registered in Leasehold and not reservable (maintenance, or reported down): it takes no instances without a reservation"}},
 		{"no hint, not explained", map[string]any{"project_id": "p1", "hosts": []any{"compute1", "compute10", "elsewhere"}},
 			[]string{"elsewhere"}, same(registered, "compute1", "compute10")},
 		{"hint: the reservation's hosts", body("p1", r1, nil, all...), []string{"compute1", "compute2"},
