@@ -20,9 +20,11 @@
 #                                   no Apache is installed (the package only drops a
 #                                   file in /etc/apache2/conf-available)
 #   python3-nova python3-placement python3-oslotest python3-wsgi-intercept
-#                                   Nova in one process (nova-box) for tests/novafilter
-#                                   (LeaseholdFilter in Nova's scheduler, and its unit tests
-#                                   on nova.tests' fake HostState)
+#                                   nova-box (real Nova API, scheduler, conductor and fake
+#                                   computes in one process) for tests/nova, with the
+#                                   upstream BlazarFilter from ../shared/vendor/blazar-nova,
+#                                   and for tests/novafilter (LeaseholdFilter in Nova's
+#                                   scheduler, its unit tests on nova.tests' fake HostState)
 #
 # The packages' init scripts are kept from starting anything (a system
 # MariaDB on 3306 is never started or touched): a policy-rc.d that denies

@@ -110,15 +110,16 @@ for f in /usr/share/openstack-dashboard/manage.py /usr/bin/chromium /usr/bin/chr
   fi
 done
 
-# LeaseholdFilter in Nova's scheduler and its unit tests (tests/novafilter)
-# skip loudly without Debian's python3-nova and nova-box's packages; under
-# CI they must run.
+# The Nova tests (tests/nova: nova-box with the upstream BlazarFilter and
+# a real Keystone; tests/novafilter: LeaseholdFilter in nova-box's
+# scheduler, and its unit tests) skip loudly without python3-nova and
+# friends; under CI they must run.
 if [ "${CI:-}" = true ]; then
   export LEASEHOLD_REQUIRE_NOVA=1
 fi
 if ! /usr/bin/python3 -c 'import nova, placement, oslotest, wsgi_intercept' >/dev/null 2>&1; then
-  loud "Nova (Debian python3-nova python3-placement python3-oslotest python3-wsgi-intercept) is NOT installed: the LeaseholdFilter tests in a real Nova scheduler are SKIPPED"
-  record "nova-filter" SKIPPED "python3-nova (or placement, oslotest, wsgi-intercept) not installed"
+  loud "Nova (Debian python3-nova python3-placement python3-oslotest python3-wsgi-intercept) is NOT installed: the tests against a real Nova are SKIPPED"
+  record "nova" SKIPPED "python3-nova, python3-placement, python3-oslotest or python3-wsgi-intercept not installed"
 fi
 
 RACE=(-race)

@@ -69,6 +69,10 @@ type Nova struct {
 	// ServerDeleteTimeout bounds the wait for a reserved host's servers
 	// to be deleted at the end of a lease, in seconds.
 	ServerDeleteTimeout int `mapstructure:"server_delete_timeout"`
+	// HostStatusInterval is how often, in seconds, the hosts' status is
+	// read from Nova (a host down or disabled is marked and not
+	// reservable until it is back); 0 never reads it.
+	HostStatusInterval int `mapstructure:"host_status_interval"`
 }
 
 func init() {
@@ -94,6 +98,7 @@ func init() {
 		"nova.blazar_az_prefix":        "blazar_",
 		"nova.az_aware":                true,
 		"nova.server_delete_timeout":   600,
+		"nova.host_status_interval":    60,
 	} {
 		defaults[k] = v
 	}
@@ -127,6 +132,9 @@ func (c *Config) normalizeCompute() error {
 	}
 	if n.ServerDeleteTimeout < 1 {
 		return fmt.Errorf("config: nova.server_delete_timeout %d: want positive seconds", n.ServerDeleteTimeout)
+	}
+	if n.HostStatusInterval < 0 {
+		return fmt.Errorf("config: nova.host_status_interval %d: want seconds, or 0 to never read host status", n.HostStatusInterval)
 	}
 	if strings.TrimSpace(n.AggregateFreepoolName) == "" {
 		return fmt.Errorf("config: nova.aggregate_freepool_name must not be empty")

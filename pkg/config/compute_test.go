@@ -32,7 +32,7 @@ timeout = 5
 		AuthType: "password", AuthURL: "https://keystone.example/identity/v3", Username: "blazar", Password: "s3cret",
 		ProjectName: "service", UserDomainName: "Default", ProjectDomainName: "Default", RegionName: "RegionTwo",
 		EndpointType: "internal", CAFile: "/etc/ssl/nova.pem", Timeout: 5, AggregateFreepoolName: "spare",
-		BlazarOwner: "blazar:owner", BlazarAZPrefix: "lh_", AZAware: true, ServerDeleteTimeout: 600,
+		BlazarOwner: "blazar:owner", BlazarAZPrefix: "lh_", AZAware: true, ServerDeleteTimeout: 600, HostStatusInterval: 60,
 	}
 	if c.Compute.Driver != ComputeNova {
 		t.Errorf("compute.driver = %q, want nova", c.Compute.Driver)
@@ -67,6 +67,7 @@ func TestComputeRefused(t *testing.T) {
 		{"LEASEHOLD_COMPUTE_DRIVER", "libvirt", `compute.driver "libvirt" is not supported`},
 		{"LEASEHOLD_NOVA_ENDPOINT_TYPE", "private", "nova.endpoint_type"},
 		{"LEASEHOLD_NOVA_TIMEOUT", "0", "nova.timeout"},
+		{"LEASEHOLD_NOVA_HOST_STATUS_INTERVAL", "-1", "nova.host_status_interval"},
 		{"LEASEHOLD_NOVA_AGGREGATE_FREEPOOL_NAME", " ", "aggregate_freepool_name"},
 	} {
 		t.Run(tc.env, func(t *testing.T) {

@@ -182,6 +182,10 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	}
 	s.Outbox = outbox.NewWorker(d, handlers, obCfg, nil)
 	s.background = append(s.background, s.Events.Run, s.Outbox.Run, func(ctx context.Context) { ensureFreePool(ctx, drv) })
+	if cfg.Compute.Driver == config.ComputeNova && cfg.Nova.HostStatusInterval > 0 {
+		every := time.Duration(cfg.Nova.HostStatusInterval) * time.Second
+		s.background = append(s.background, func(ctx context.Context) { s.Hosts.RunComputeStatusSync(ctx, every) })
+	}
 
 	// HTTP. Each API's requests are measured by route pattern
 	// (instrument); /healthcheck and /metrics are not.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/tests/internal/novatest"
 )
 
@@ -59,6 +60,13 @@ func TestBlazarFilterLayout(t *testing.T) {
 		for _, id := range ids {
 			call(t, lh.URL, "DELETE", "/os-hosts/"+id, tok.Admin, nil, nil)
 		}
+		waitDone(t, func() []outbox.Record { // out of the freepool before the next test
+			rows, err := outbox.List(context.Background(), lh.S.DB())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rows
+		})
 	})
 	var host struct {
 		Host map[string]any `json:"host"`

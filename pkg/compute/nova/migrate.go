@@ -28,11 +28,9 @@ type serverState struct {
 }
 
 func (d *Driver) serverState(ctx context.Context, id string) (serverState, error) {
-	var out struct {
-		Server serverState `json:"server"`
-	}
-	err := servers.Get(ctx, d.client, id).ExtractInto(&out)
-	return out.Server, err
+	var out serverState
+	err := servers.Get(ctx, d.client, id).ExtractInto(&out) // the "server" object
+	return out, err
 }
 
 // LiveMigrate implements compute.Driver. A server already on targetHost
