@@ -41,6 +41,10 @@ type Config struct {
 	// KeystoneAuthtoken is used when Auth is "keystone" (see keystone.go).
 	KeystoneAuthtoken KeystoneAuthtoken `mapstructure:"keystone_authtoken"`
 	Metrics           Metrics           `mapstructure:"metrics"`
+	// Compute and Nova choose and reach the compute service (see
+	// compute.go).
+	Compute Compute `mapstructure:"compute"`
+	Nova    Nova    `mapstructure:"nova"`
 	// Blazar holds blazar.conf's lease settings (see blazar.go).
 	Blazar Blazar `mapstructure:",squash"`
 	// Messaging holds the usage notifications' settings (see notify.go).
@@ -220,6 +224,9 @@ func Load(fs *pflag.FlagSet) (*Config, error) {
 
 func (c *Config) validate() error {
 	if err := c.normalizeAuth(); err != nil {
+		return err
+	}
+	if err := c.normalizeCompute(); err != nil {
 		return err
 	}
 	switch c.Placement.PolicyMode {

@@ -17,6 +17,9 @@ import (
 	"github.com/leasehold/leasehold/pkg/blazar/events"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
+	"github.com/leasehold/leasehold/pkg/blazar/scheduler"
+	"github.com/leasehold/leasehold/pkg/compute"
+	"github.com/leasehold/leasehold/pkg/compute/nova"
 	"github.com/leasehold/leasehold/pkg/compute/standalone"
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/db"
@@ -69,6 +72,8 @@ type Server struct {
 	Notifier *notify.Notifier
 	// Mover carries out the instance moves of BEST-EFFORT leases.
 	Mover *hostplugin.Mover
+	// Scheduler answers Nova's LeaseholdFilter (POST /v1/scheduler/filter).
+	Scheduler *scheduler.Service
 }
 
 // New opens the database (migrating unless disabled) and builds every
@@ -169,7 +174,10 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	papi := placementapi.New(psvc, cfg.Placement, cfg.CORS, placementOpts...)
 
 	// The compute service the reserved hosts run in.
-	drv := standalone.New(slog.Default())
+	drv, err := buildCompute(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 
 	// Blazar: hosts, the reservation types, leases and their events.
 	s.Hosts = hosts.New(d, drv)
@@ -199,6 +207,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		Notifier:              s.Notifier,
 	}, nil, func() { s.Events.Notify(); s.Outbox.Notify() })
 	s.Events = events.New(d, s.Leases, evCfg, nil)
+	s.Scheduler = scheduler.New(d, s.Hosts, nil)
 
 	// External calls, after the commits that decided them.
 	handlers := hostplugin.OutboxHandlers(drv)
@@ -211,12 +220,19 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	maps.Copy(handlers, s.Mover.Handlers())
 	obCfg := outbox.Config{OnFailure: s.Leases.OutboxFailure, OnSuccess: s.Leases.OutboxSuccess,
 		// A notification waits out a message-bus outage of any length.
-		KeepRetrying: func(kind string) bool { return kind == notify.KindLease }}
+		KeepRetrying: func(kind string) bool { return kind == notify.KindLease },
+		// A dead process's outbox claims are taken back after the same
+		// [events] claim_timeout as its event claims.
+		ClaimTimeout: evCfg.ClaimTimeout}
 	if met != nil {
 		obCfg.OnRun = met.ObserveOutboxRun
 	}
 	s.Outbox = outbox.NewWorker(d, handlers, obCfg, nil)
-	s.background = append(s.background, s.Events.Run, s.Outbox.Run)
+	s.background = append(s.background, s.Events.Run, s.Outbox.Run, func(ctx context.Context) { ensureFreePool(ctx, drv) })
+	if cfg.Compute.Driver == config.ComputeNova && cfg.Nova.HostStatusInterval > 0 {
+		every := time.Duration(cfg.Nova.HostStatusInterval) * time.Second
+		s.background = append(s.background, func(ctx context.Context) { s.Hosts.RunComputeStatusSync(ctx, every) })
+	}
 
 	// HTTP. Each API's requests are measured by route pattern
 	// (instrument); /healthcheck and /metrics are not.
@@ -224,6 +240,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	blazarapi.RegisterLeases(rt, s.Leases)
 	blazarapi.RegisterHosts(rt, s.Hosts)
 	blazarapi.RegisterFloatingIPs(rt, s.Hosts)
+	blazarapi.RegisterScheduler(rt, s.Scheduler)
 	v1 := instrument("blazar", "/v1", http.StripPrefix("/v1", rt.Handler(v1Auth)))
 	mounted := instrument("placement", "", papi.Mount("/placement"))
 	blazarRoot := instrument("blazar", "", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -258,6 +275,59 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		}
 	}))
 	return s, nil
+}
+
+// buildCompute builds the compute driver [compute] driver names: for
+// nova, after checking [nova], with the one compute client every Nova
+// call goes through (the Keystone login is made here, bounded by [nova]
+// timeout: a wrong password or a catalog without Nova stops start-up).
+func buildCompute(ctx context.Context, cfg *config.Config) (compute.Driver, error) {
+	if cfg.Compute.Driver != config.ComputeNova {
+		return standalone.New(slog.Default()), nil
+	}
+	nc := cfg.Nova
+	if err := nc.Check(); err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithTimeout(ctx, 2*nc.HTTPTimeout())
+	defer cancel()
+	client, err := nova.NewClient(lctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	slog.InfoContext(ctx, "compute driver nova", "endpoint", client.Endpoint, "microversion", client.Microversion, "freepool", nc.AggregateFreepoolName, "az_aware", nc.AZAware)
+	return nova.New(client, nova.Config{
+		FreePoolName:        nc.AggregateFreepoolName,
+		OwnerKey:            nc.BlazarOwner,
+		AZPrefix:            nc.BlazarAZPrefix,
+		AZAware:             nc.AZAware,
+		ServerDeleteTimeout: time.Duration(nc.ServerDeleteTimeout) * time.Second,
+	}, slog.Default()), nil
+}
+
+// ensureFreePool creates the freepool aggregate when it is missing,
+// trying again (every 5 s, then up to every minute) while the compute
+// service cannot be reached, until it is done or ctx ends. The pool
+// actions create it too, so nothing waits for this.
+func ensureFreePool(ctx context.Context, drv compute.Driver) {
+	wait := 5 * time.Second
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		err := drv.EnsureFreePool(cctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		slog.WarnContext(ctx, "could not make sure the freepool aggregate exists; trying again", "driver", drv.Name(), "in", wait, "error", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Minute)
+	}
 }
 
 // buildMetrics builds the metrics registry on d's pool when [metrics]

@@ -280,6 +280,11 @@ func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plug
 			return "", err
 		}
 	}
+	// The reservation's aggregate exists from its creation on, as
+	// upstream's (owned by the project, no hosts until the start).
+	if err := enqueueAggregate(tx, KindCreateAggregate, lease, res.ID); err != nil {
+		return "", err
+	}
 	if err := p.enqueueMoves(tx, lease, c); err != nil {
 		return "", err
 	}

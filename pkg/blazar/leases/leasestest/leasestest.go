@@ -103,6 +103,10 @@ func (a *Actions) handlers() map[string]outbox.Handler {
 		hostplugin.KindReserveHost:  h(func(p, host string) string { return fmt.Sprintf("start %s [%s]", p, host) }),
 		hostplugin.KindReleaseHost:  h(func(_, host string) string { return fmt.Sprintf("end [%s]", host) }),
 		hostplugin.KindSnapshotHost: h(func(_, host string) string { return fmt.Sprintf("snapshot [%s]", host) }),
+		// The reservation aggregate's own life is not a host action:
+		// done, not recorded.
+		hostplugin.KindCreateAggregate: func(context.Context, json.RawMessage) error { return nil },
+		hostplugin.KindDeleteAggregate: func(context.Context, json.RawMessage) error { return nil },
 	}
 }
 
