@@ -47,6 +47,8 @@ type Config struct {
 	Nova    Nova    `mapstructure:"nova"`
 	// Blazar holds blazar.conf's lease settings (see blazar.go).
 	Blazar Blazar `mapstructure:",squash"`
+	// Messaging holds the usage notifications' settings (see notify.go).
+	Messaging Messaging `mapstructure:",squash"`
 }
 
 // Placement holds the [placement] section.
@@ -213,6 +215,7 @@ func Load(fs *pflag.FlagSet) (*Config, error) {
 	c.CORS.AllowHeaders = splitList(c.CORS.AllowHeaders)
 	c.CORS.AllowMethods = splitList(c.CORS.AllowMethods)
 	c.CORS.ExposeHeaders = splitList(c.CORS.ExposeHeaders)
+	c.Messaging.Normalize()
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
