@@ -140,7 +140,9 @@ func (d *Driver) DescribeHost(ctx context.Context, body map[string]string) (comp
 	case id != "" && name == "":
 		h, err := hypervisors.Get(ctx, d.client, id).Extract()
 		if err != nil {
-			if isNotFound(err) {
+			// Since microversion 2.53 hypervisor ids are UUIDs: Nova
+			// refuses any other id with a 400, which names no host either.
+			if isNotFound(err) || gophercloud.ResponseCodeIs(err, http.StatusBadRequest) {
 				return compute.HostDetails{}, nil, errs.NotFoundf("Host '%s' not found!", id)
 			}
 			return compute.HostDetails{}, nil, d.fail(ctx, "get hypervisor "+id, err)
