@@ -85,8 +85,9 @@ type Driver interface {
 	// are an errs.NotFound, ambiguous names an errs.Conflict, a body
 	// without a name an errs.BadRequest.
 	DescribeHost(ctx context.Context, body map[string]string) (HostDetails, map[string]string, error)
-	// ServersOnHost lists the ids of servers running on the host (a host
-	// with servers cannot be registered or removed).
+	// ServersOnHost lists the ids of servers running on the host, named
+	// as the compute service knows it (service_name; a host with servers
+	// cannot be registered or removed).
 	ServersOnHost(ctx context.Context, hostname string) ([]string, error)
 	// AddToFreePool and RemoveFromFreePool move hosts in and out of the
 	// freepool aggregate of unreserved hosts.

@@ -9,6 +9,8 @@ import (
 	"github.com/leasehold/leasehold/pkg/compute"
 	"github.com/leasehold/leasehold/pkg/compute/standalone"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/db/dbtest"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // statusDriver is a standalone driver whose compute service reports
@@ -75,4 +77,28 @@ func TestSyncComputeStatus(t *testing.T) {
 			t.Errorf("standalone: %d, %v", n, err)
 		}
 	})
+}
+
+// busyDriver is a standalone driver whose compute service runs a server
+// on the host it files as busy.
+type busyDriver struct {
+	*standalone.Driver
+	busy string
+}
+
+func (d *busyDriver) ServersOnHost(_ context.Context, host string) ([]string, error) {
+	if host == d.busy {
+		return []string{"s1"}, nil
+	}
+	return nil, nil
+}
+
+// TestServersLookedUpByServiceHost: the running-servers check asks the
+// compute service by the host's service name (where Nova files a
+// server), not by its hypervisor hostname, when the two differ.
+func TestServersLookedUpByServiceHost(t *testing.T) {
+	d := dbtest.Open(t)
+	s := New(d, &busyDriver{Driver: standalone.New(nil), busy: "c1"})
+	_, err := s.Create(context.Background(), body("name", "c1.example.org", "service_name", "c1"))
+	wantKind(t, err, errs.Conflict)
 }

@@ -69,7 +69,9 @@ func (s *Service) resolveNew(ctx context.Context, body map[string]any) (*newHost
 	if len(name) > maxHostname {
 		return nil, errs.BadRequestf("Malformed parameter `name`: a host name has at most %d characters", maxHostname)
 	}
-	servers, err := s.driver.ServersOnHost(ctx, name)
+	// Servers are filed under the compute service's host name, which
+	// is not always the hypervisor's (libvirt's is the FQDN).
+	servers, err := s.driver.ServersOnHost(ctx, serviceHost(details.ServiceName, name))
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +202,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	if reserved {
 		return hostReserved(id)
 	}
-	servers, err := s.driver.ServersOnHost(ctx, h.HypervisorHostname)
+	servers, err := s.driver.ServersOnHost(ctx, serviceHost(h.ServiceName, h.HypervisorHostname))
 	if err != nil {
 		return err
 	}
@@ -254,4 +256,13 @@ func (s *Service) deleteHostTx(ctx context.Context, tx *gorm.DB, id, name string
 		return err
 	}
 	return enqueuePool(tx, KindRemoveFromFreePool, id, row.ServiceName)
+}
+
+// serviceHost is the name the compute service files a host's servers
+// under: its service name, else its hypervisor hostname.
+func serviceHost(serviceName, hypervisorHostname string) string {
+	if serviceName != "" {
+		return serviceName
+	}
+	return hypervisorHostname
 }
