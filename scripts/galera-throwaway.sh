@@ -144,6 +144,9 @@ wsrep-provider-options="gmcast.listen_addr=tcp://127.0.0.1:$g;ist.recv_addr=127.
 wsrep-sst-method=rsync
 wsrep-sst-receive-address=127.0.0.1:$((g + 2))
 wsrep-slave-threads=2
+# Galera logs like a binary log: without this, only SUPER may create the
+# triggers the tests count executions with.
+log-bin-trust-function-creators=ON
 CNF
 }
 

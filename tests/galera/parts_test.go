@@ -1,0 +1,249 @@
+package galera_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const placementVersion = "placement 1.39"
+
+type inventoryDoc struct {
+	Generation  int64                     `json:"resource_provider_generation"`
+	Inventories map[string]map[string]any `json:"inventories"`
+}
+
+// providerGeneration is a provider's generation as process i reads it.
+func (r *replicas) providerGeneration(ctx context.Context, i int, uuid string) (int64, error) {
+	code, b, err := r.client.Do(ctx, "GET", r.servers[i].URL+"/placement/resource_providers/"+uuid, "", "OpenStack-API-Version", placementVersion)
+	if err != nil || code != http.StatusOK {
+		return 0, fmt.Errorf("GET provider through %s: %d %v %s", r.servers[i].Name, code, err, b)
+	}
+	var doc struct {
+		Generation int64 `json:"generation"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return 0, err
+	}
+	return doc.Generation, nil
+}
+
+// placementGenerations: rounds of 8 concurrent PUTs of a provider's
+// inventories, 4 through each process, all with the generation both
+// processes read. Exactly one per round wins (200, generation + 1, its
+// total stored); the others get 409 placement.concurrent_update; no
+// update is lost (what is stored is the winner's).
+func (r *replicas) placementGenerations(t *testing.T) {
+	const rounds, writers = 20, 8
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	uuid := "6d0e3c1a-5b0e-4c1e-9a35-000000000001"
+	r.client.Must(t, http.StatusOK, "POST", r.servers[0].URL+"/placement/resource_providers",
+		fmt.Sprintf(`{"name": "galera-rp", "uuid": %q}`, uuid), "OpenStack-API-Version", placementVersion)
+	began := time.Now()
+	for round := range rounds {
+		// Both nodes have applied the last round's write (Galera applies
+		// asynchronously; a process reading an older generation would
+		// only be refused, which proves nothing).
+		var gen int64
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			g0, err0 := r.providerGeneration(ctx, 0, uuid)
+			g1, err1 := r.providerGeneration(ctx, 1, uuid)
+			if err0 == nil && err1 == nil && g0 == g1 {
+				gen = g0
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the processes disagree on the generation: %d %v / %d %v", round, g0, err0, g1, err1)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		type answer struct {
+			code  int
+			body  string
+			total int
+		}
+		answers := make([]answer, writers)
+		var wg sync.WaitGroup
+		gate := make(chan struct{})
+		for w := range writers {
+			total := 1000*(round+1) + w + 1
+			wg.Go(func() {
+				body := fmt.Sprintf(`{"resource_provider_generation": %d, "inventories": {"VCPU": {"total": %d}}}`, gen, total)
+				<-gate
+				code, b, err := r.client.Do(ctx, "PUT", r.servers[w%2].URL+"/placement/resource_providers/"+uuid+"/inventories", body, "OpenStack-API-Version", placementVersion)
+				if err != nil {
+					t.Errorf("round %d writer %d: %v", round, w, err)
+				}
+				answers[w] = answer{code, string(b), total}
+			})
+		}
+		close(gate)
+		wg.Wait()
+		winner := -1
+		for w, a := range answers {
+			r.count(a.code)
+			switch {
+			case a.code == http.StatusOK:
+				if winner >= 0 {
+					t.Errorf("round %d: writers %d and %d both won with generation %d (a lost update)", round, winner, w, gen)
+				}
+				winner = w
+			case a.code == http.StatusConflict && strings.Contains(a.body, "placement.concurrent_update"):
+			default:
+				t.Errorf("round %d writer %d: %d %s; want 200 or 409 placement.concurrent_update", round, w, a.code, a.body)
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("round %d: no writer won with the current generation %d: %+v", round, gen, answers)
+		}
+		var doc inventoryDoc
+		b := r.client.Must(t, http.StatusOK, "GET", r.servers[winner%2].URL+"/placement/resource_providers/"+uuid+"/inventories", "", "OpenStack-API-Version", placementVersion)
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := doc.Inventories["VCPU"]["total"].(float64)
+		if doc.Generation != gen+1 || int(got) != answers[winner].total {
+			t.Fatalf("round %d: stored generation %d total %v; want %d and the winner's %d", round, doc.Generation, got, gen+1, answers[winner].total)
+		}
+	}
+	t.Logf("%d rounds of %d concurrent inventory PUTs with one generation over 2 processes in %s: one 200 and %d 409s each",
+		rounds, writers, time.Since(began).Round(time.Millisecond), writers-1)
+}
+
+// eventsExactlyOnce: 24 one-host leases seconds long (6 hosts, 4 back
+// to back on each), created through both processes, so 48 start and end
+// events fall due over about 25 s. Once a third have run, process 0 is
+// killed with SIGKILL; process 1 takes back its claims after the claim
+// timeout and runs the rest. Triggers (their rows are part of the
+// transaction that fired them, replicated with it) record every commit
+// that sets an event DONE and every outbox row written: each event must
+// be DONE exactly once, and each lease's compute actions recorded
+// exactly once.
+func (r *replicas) eventsExactlyOnce(t *testing.T, hosts []string) {
+	for _, q := range []string{
+		`CREATE TABLE lh_test_event_runs (id BIGINT AUTO_INCREMENT PRIMARY KEY, event_id VARCHAR(36) NOT NULL, claimed_by VARCHAR(64) NOT NULL, at DATETIME(6) NOT NULL)`,
+		`CREATE TRIGGER lh_test_event_done AFTER UPDATE ON events FOR EACH ROW
+			IF NEW.status = 'DONE' AND OLD.status <> 'DONE' THEN
+				INSERT INTO lh_test_event_runs (event_id, claimed_by, at) VALUES (NEW.id, NEW.claimed_by, NOW(6));
+			END IF`,
+		`CREATE TABLE lh_test_outbox_rows (id BIGINT AUTO_INCREMENT PRIMARY KEY, lease_id VARCHAR(36) NOT NULL, kind VARCHAR(128) NOT NULL)`,
+		`CREATE TRIGGER lh_test_outbox_insert AFTER INSERT ON outbox FOR EACH ROW
+			INSERT INTO lh_test_outbox_rows (lease_id, kind) VALUES (NEW.lease_id, NEW.kind)`,
+	} {
+		mustExec(t, r.check, q)
+	}
+	const slots = 4
+	base := time.Now().UTC().Add(5 * time.Second).Truncate(time.Second)
+	var leaseIDs []string
+	for k := range slots {
+		start := base.Add(time.Duration(k) * 6 * time.Second)
+		for h := range hosts {
+			i := k*len(hosts) + h
+			b := r.client.Must(t, http.StatusCreated, "POST", r.servers[i%2].URL+"/v1/leases", leaseBody(fmt.Sprintf("soon-%02d", i), start, start.Add(4*time.Second)))
+			leaseIDs = append(leaseIDs, leaseID(b))
+		}
+	}
+	if time.Now().After(base) {
+		t.Logf("warning: the leases were created after the first start time (slow machine); the first events ran late")
+	}
+	in := "'" + strings.Join(leaseIDs, "','") + "'"
+	countEvents := func(where string) int {
+		var n int
+		if err := r.check.QueryRow("SELECT COUNT(*) FROM events WHERE lease_id IN (" + in + ") AND " + where).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	total := countEvents("1=1")
+	if total != 2*len(leaseIDs) {
+		t.Fatalf("%d events for %d leases, want a start and an end each", total, len(leaseIDs))
+	}
+	// Kill process 0 once a third of the events ran.
+	deadline := time.Now().Add(90 * time.Second)
+	for countEvents("status = 'DONE'") < total/3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d events ran in 90 s", countEvents("status = 'DONE'"), total)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	killed := r.servers[0]
+	killed.Signal(t, syscall.SIGKILL)
+	killed.Wait(t, 30*time.Second)
+	killedAt := time.Now()
+	doneAtKill := countEvents("status = 'DONE'")
+	claimedAtKill := countEvents("status = 'IN_PROGRESS'")
+	t.Logf("SIGKILLed %s with %d of %d events done and %d claimed", killed.Name, doneAtKill, total, claimedAtKill)
+	if doneAtKill == total {
+		t.Fatal("every event had run before the kill: it was not mid-run")
+	}
+	for countEvents("status = 'DONE'") < total {
+		if n := countEvents("status = 'ERROR'"); n > 0 {
+			t.Fatalf("%d events in ERROR", n)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d events done 90 s after the start; %d claimed", countEvents("status = 'DONE'"), total, countEvents("status = 'IN_PROGRESS'"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("all %d events done %s after the kill", total, time.Since(killedAt).Round(time.Millisecond))
+
+	// Exactly once: one DONE commit per event.
+	rows, err := r.check.Query("SELECT r.event_id, COUNT(*), MIN(r.claimed_by) FROM lh_test_event_runs r JOIN events e ON e.id = r.event_id WHERE e.lease_id IN (" + in + ") GROUP BY r.event_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, byClaimant := 0, map[string]int{}
+	for rows.Next() {
+		var id, by string
+		var n int
+		if err := rows.Scan(&id, &n, &by); err != nil {
+			t.Fatal(err)
+		}
+		runs += n
+		byClaimant[by]++
+		if n != 1 {
+			t.Errorf("event %s ran %d times", id, n)
+		}
+	}
+	rows.Close()
+	if runs != total {
+		t.Errorf("%d event runs recorded for %d events", runs, total)
+	}
+	// Exactly once, seen from the effects: each lease's start recorded one
+	// reserve_host action and its end one release_host action.
+	rows, err = r.check.Query("SELECT lease_id, kind, COUNT(*) FROM lh_test_outbox_rows WHERE lease_id IN (" + in + ") GROUP BY lease_id, kind")
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := map[string]map[string]int{}
+	for rows.Next() {
+		var id, kind string
+		var n int
+		if err := rows.Scan(&id, &kind, &n); err != nil {
+			t.Fatal(err)
+		}
+		if actions[id] == nil {
+			actions[id] = map[string]int{}
+		}
+		actions[id][kind] = n
+	}
+	rows.Close()
+	for _, id := range leaseIDs {
+		a := actions[id]
+		if len(a) != 2 || a["compute.reserve_host"] != 1 || a["compute.release_host"] != 1 {
+			t.Errorf("lease %s recorded compute actions %v, want one reserve_host and one release_host", id, a)
+		}
+	}
+	t.Logf("event executions: %d for %d events (by claimant: %v); compute actions recorded once per lease for %d leases", runs, total, byClaimant, len(actions))
+	// The bookings of these leases never overlapped either.
+	for _, o := range overlaps(r.bookings(t)) {
+		t.Errorf("double booking: %s", o)
+	}
+}
