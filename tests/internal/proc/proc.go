@@ -141,6 +141,9 @@ func Start(t testing.TB, name string, o Options) *Server {
 		}
 		if t.Failed() {
 			t.Logf("%s log (last 60 lines):\n%s", name, tail(s.Log(), 60))
+			if p := os.Getenv("LEASEHOLD_PROC_LOG_DIR"); p != "" {
+				_ = os.WriteFile(filepath.Join(p, name+".log"), []byte(s.Log()), 0o644)
+			}
 		}
 	})
 	select {
