@@ -20,7 +20,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/leasehold/leasehold/pkg/db"
-	"github.com/leasehold/leasehold/pkg/db/dbtest"
 	"github.com/leasehold/leasehold/tests/internal/proc"
 )
 
@@ -97,7 +96,7 @@ func TestDatabaseRestart(t *testing.T) {
 	}
 	m, server := startMariaDB(t)
 	name := fmt.Sprintf("lh_faults_%d", os.Getpid())
-	u, err := dbtest.WithDatabase(server, name)
+	u, err := proc.DatabaseURL(server, name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -283,3 +284,17 @@ func (c *Client) Must(t testing.TB, want int, method, url, body string, headers 
 
 // String names the server.
 func (s *Server) String() string { return fmt.Sprintf("%s (%s)", s.Name, s.Addr) }
+
+// DatabaseURL is the MySQL server URL server (mysql+pymysql://user:pw@host:port/)
+// with its database name set to name.
+func DatabaseURL(server, name string) (string, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(u.Scheme, "mysql") || u.Host == "" {
+		return "", fmt.Errorf("%s://%s: not a MySQL server URL", u.Scheme, u.Host)
+	}
+	u.Path, u.RawPath = "/"+name, ""
+	return u.String(), nil
+}
