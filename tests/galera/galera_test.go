@@ -25,6 +25,7 @@ import (
 type replicas struct {
 	servers [2]*proc.Server
 	client  *proc.Client
+	dbName  string
 	check   *sql.DB
 	nodes   []*sql.DB // every node, for the wsrep counters
 	// statuses counts every answer of the runs, by status.
@@ -63,7 +64,7 @@ func TestGalera(t *testing.T) {
 		}
 		nodeURLs = append(nodeURLs, nu)
 	}
-	r := &replicas{client: proc.NewClient(2 * time.Minute), statuses: map[int]int{}}
+	r := &replicas{client: proc.NewClient(2 * time.Minute), statuses: map[int]int{}, dbName: name}
 	for i, u := range nodeURLs {
 		withDB := i == 2
 		c := openNode(t, u, withDB)
@@ -76,8 +77,14 @@ func TestGalera(t *testing.T) {
 			r.check = c
 		}
 	}
-	// The first process migrates the schema; the second starts on it.
+	// The first process migrates the schema; the second starts on it
+	// once node 1 has applied the migration (it would otherwise see a
+	// schema half made and try to make it again).
 	r.servers[0] = proc.Start(t, "leasehold-0", proc.Options{Database: nodeURLs[0], Env: serverEnv})
+	var migrations int
+	if err := r.nodes[1].QueryRow("SELECT COUNT(*) FROM `" + name + "`.leasehold_migrations").Scan(&migrations); err != nil || migrations == 0 {
+		t.Fatalf("node 1 after the migration: %d migrations, %v", migrations, err)
+	}
 	r.servers[1] = proc.Start(t, "leasehold-1", proc.Options{Database: nodeURLs[1], Env: serverEnv})
 	before := r.wsrepCounters(t)
 
@@ -124,6 +131,10 @@ func openNode(t *testing.T, u string, withDB bool) *sql.DB {
 		cfg.DBName = ""
 	}
 	cfg.Timeout = 10 * time.Second
+	// Causal reads: a node applies other nodes' commits a little after
+	// they return, so a check read there waits until it has applied
+	// every commit made before the read began.
+	cfg.Params = map[string]string{"wsrep_sync_wait": "1"}
 	c, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package galera_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -150,6 +151,31 @@ func (r *replicas) eventsExactlyOnce(t *testing.T, hosts []string) {
 			leaseIDs = append(leaseIDs, leaseID(b))
 		}
 	}
+	// The second slot's leases are locked on nodes 0 and 1 (Galera's row
+	// locks are each node's own): the manager of each process that claims
+	// one of their start events then waits in it, so process 0 is killed
+	// holding a claim.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	slot1 := "'" + strings.Join(leaseIDs[len(hosts):2*len(hosts)], "','") + "'"
+	var holds []*sql.Tx
+	release := func() {
+		for _, tx := range holds {
+			_ = tx.Rollback()
+		}
+		holds = nil
+	}
+	defer release()
+	for _, node := range r.nodes[:2] {
+		tx, err := node.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, tx)
+		if _, err := tx.ExecContext(ctx, "SELECT id FROM `"+r.dbName+"`.leases WHERE id IN ("+slot1+") FOR UPDATE"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if time.Now().After(base) {
 		t.Logf("warning: the leases were created after the first start time (slow machine); the first events ran late")
 	}
@@ -165,21 +191,38 @@ func (r *replicas) eventsExactlyOnce(t *testing.T, hosts []string) {
 	if total != 2*len(leaseIDs) {
 		t.Fatalf("%d events for %d leases, want a start and an end each", total, len(leaseIDs))
 	}
-	// Kill process 0 once a third of the events ran.
-	deadline := time.Now().Add(90 * time.Second)
-	for countEvents("status = 'DONE'") < total/3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d events ran in 90 s", countEvents("status = 'DONE'"), total)
-		}
+	// Kill process 0 once it holds a claim of the second slot (bounded:
+	// if process 1 claimed them all, the kill still comes mid-run).
+	killed := r.servers[0]
+	mine := fmt.Sprintf("lease_id IN (%s) AND status = 'IN_PROGRESS' AND claimed_by LIKE '%%-%d-%%'", slot1, killed.Pid())
+	deadline := time.Now().Add(60 * time.Second)
+	for countEvents(mine) == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	killed := r.servers[0]
+	var heldByKilled []string
+	rows, err := r.check.Query("SELECT id FROM events WHERE lease_id IN (" + in + ") AND " + mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		heldByKilled = append(heldByKilled, id)
+	}
+	rows.Close()
 	killed.Signal(t, syscall.SIGKILL)
 	killed.Wait(t, 30*time.Second)
 	killedAt := time.Now()
+	release()
 	doneAtKill := countEvents("status = 'DONE'")
 	claimedAtKill := countEvents("status = 'IN_PROGRESS'")
-	t.Logf("SIGKILLed %s with %d of %d events done and %d claimed", killed.Name, doneAtKill, total, claimedAtKill)
+	t.Logf("SIGKILLed %s with %d of %d events done, %d claimed, %d of them by it", killed.Name, doneAtKill, total, claimedAtKill, len(heldByKilled))
+	if len(heldByKilled) == 0 {
+		t.Errorf("%s held no claim when it was killed (process 1 claimed every start of the second slot first)", killed.Name)
+	}
+	deadline = time.Now().Add(90 * time.Second)
 	if doneAtKill == total {
 		t.Fatal("every event had run before the kill: it was not mid-run")
 	}
@@ -195,7 +238,7 @@ func (r *replicas) eventsExactlyOnce(t *testing.T, hosts []string) {
 	t.Logf("all %d events done %s after the kill", total, time.Since(killedAt).Round(time.Millisecond))
 
 	// Exactly once: one DONE commit per event.
-	rows, err := r.check.Query("SELECT r.event_id, COUNT(*), MIN(r.claimed_by) FROM lh_test_event_runs r JOIN events e ON e.id = r.event_id WHERE e.lease_id IN (" + in + ") GROUP BY r.event_id")
+	rows, err = r.check.Query("SELECT r.event_id, COUNT(*), MIN(r.claimed_by) FROM lh_test_event_runs r JOIN events e ON e.id = r.event_id WHERE e.lease_id IN (" + in + ") GROUP BY r.event_id")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +256,14 @@ func (r *replicas) eventsExactlyOnce(t *testing.T, hosts []string) {
 		}
 	}
 	rows.Close()
+	for _, id := range heldByKilled {
+		var by string
+		if err := r.check.QueryRow("SELECT claimed_by FROM lh_test_event_runs WHERE event_id = ?", id).Scan(&by); err != nil {
+			t.Errorf("event %s, claimed by the killed process: %v", id, err)
+		} else if strings.Contains(by, fmt.Sprintf("-%d-", killed.Pid())) {
+			t.Errorf("event %s ran under the killed process's claim", id)
+		}
+	}
 	if runs != total {
 		t.Errorf("%d event runs recorded for %d events", runs, total)
 	}

@@ -298,3 +298,6 @@ func DatabaseURL(server, name string) (string, error) {
 	u.Path, u.RawPath = "/"+name, ""
 	return u.String(), nil
 }
+
+// Pid is the process id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
