@@ -8,11 +8,14 @@
 //     2xx acknowledged still there;
 //   - SIGTERM: a request in flight gets its answer, new connections are
 //     refused at once, the process exits 0 with nothing left claimed, and
-//     the next start runs the events that fell due meanwhile.
+//     the next start runs the events that fell due meanwhile (on SQLite);
+//     a lease event claimed and still running at SIGTERM is handed back
+//     and the next process runs it at once, long before the claim timeout
+//     (on MariaDB, where the test can hold the lease's row locked).
 //
-// Without mariadb-server (and no root to install it) the restart test
-// skips loudly, unless LEASEHOLD_REQUIRE_MARIADB=1 (CI), which makes that
-// a failure. The SIGTERM test runs on SQLite and needs nothing.
+// Without mariadb-server (and no root to install it) the MariaDB tests
+// skip loudly, unless LEASEHOLD_REQUIRE_MARIADB=1 (CI), which makes that
+// a failure. The SQLite SIGTERM test needs nothing.
 package faults_test
 
 import (

@@ -60,7 +60,7 @@ func startMariaDB(t *testing.T) (*mariadb, string) {
 		if errors.As(err, &ee) {
 			switch ee.ExitCode() {
 			case 3:
-				msg := fmt.Sprintf("MariaDB is not installed (%v): the database restart test NOT RUN", err)
+				msg := fmt.Sprintf("MariaDB is not installed (%v): the MariaDB fault tests NOT RUN", err)
 				if os.Getenv(envRequireMariaDB) == "1" {
 					t.Fatal(msg)
 				}
