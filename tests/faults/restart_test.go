@@ -51,7 +51,7 @@ func startMariaDB(t *testing.T) (*mariadb, string) {
 	t.Helper()
 	pid := os.Getpid()
 	for try := range 3 {
-		port := 26000 + (pid+211*try)%2000
+		port := 31000 + (pid+211*try)%1000 // below the Galera suite's ports and the ephemeral range
 		m := &mariadb{env: append(os.Environ(),
 			fmt.Sprintf("LEASEHOLD_MARIADB_PORT=%d", port),
 			"LEASEHOLD_MARIADB_DIR="+filepath.Join(os.TempDir(), fmt.Sprintf("leasehold-faults-%d-%d", pid, port)))}
