@@ -132,3 +132,27 @@ func TestUnreachableServerIsUnavailable(t *testing.T) {
 		t.Fatalf("IsUnavailable(%v) = false", err)
 	}
 }
+
+// TestPingServesQueries: Ping succeeds on a working database and, on
+// MySQL, reads a table (a Galera node that refuses statements on tables
+// still answers the protocol's ping and SELECT 1).
+func TestPingServesQueries(t *testing.T) {
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			d := dbtest.OpenDialect(t, dialect)
+			ctx := context.Background()
+			if err := d.Ping(ctx); err != nil {
+				t.Fatalf("Ping: %v", err)
+			}
+			if dialect != db.MySQL {
+				return
+			}
+			if err := d.Exec("DROP TABLE leasehold_migrations").Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Ping(ctx); err == nil {
+				t.Fatal("Ping succeeded without reading a table")
+			}
+		})
+	}
+}
