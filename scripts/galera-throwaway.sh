@@ -8,6 +8,9 @@
 #   scripts/galera-throwaway.sh status  # each node's wsrep state and the cluster size
 #   scripts/galera-throwaway.sh stop    # stop the nodes (data dirs kept)
 #   scripts/galera-throwaway.sh purge   # stop them and delete the base dir
+#   scripts/galera-throwaway.sh reject N ALL|NONE
+#                                       # node N refuses (or serves again) every query, as a
+#                                       # node out of the primary component does (error 1047)
 #
 # start always makes a new cluster (the data of an earlier one is
 # deleted): node 0 is bootstrapped with --wsrep-new-cluster, then nodes 1
@@ -290,5 +293,10 @@ case "${1:-}" in
       fi
     done
     exit "$rc" ;;
-  *) echo "usage: $0 start|stop|dsn|status|purge" >&2; exit 2 ;;
+  reject)
+    case "${3:-}" in ALL|NONE) ;; *) echo "usage: $0 reject N ALL|NONE" >&2; exit 2 ;; esac
+    running_pid "${2:-x}" >/dev/null || { say "node ${2:-?} is not running"; exit 1; }
+    root_sql "$2" "SET GLOBAL wsrep_reject_queries = $3" || { say "could not set wsrep_reject_queries on node $2"; exit 1; }
+    say "node $2: wsrep_reject_queries = $3" ;;
+  *) echo "usage: $0 start|stop|dsn|status|purge|reject" >&2; exit 2 ;;
 esac

@@ -44,6 +44,9 @@ var cluster struct {
 	missing bool // the packages are not installed
 	took    time.Duration
 	stop    func()
+	// script runs galera-throwaway.sh on the cluster (nil for a cluster
+	// given by LEASEHOLD_TEST_GALERA_URLS).
+	script func(args ...string) ([]byte, error)
 }
 
 func TestMain(m *testing.M) {
@@ -78,24 +81,24 @@ func startCluster() (stop func()) {
 			fmt.Sprintf("LEASEHOLD_GALERA_PORT=%d", 21000+3*slot),
 			fmt.Sprintf("LEASEHOLD_GALERA_GCOMM_PORT=%d", 22000+30*slot),
 			fmt.Sprintf("LEASEHOLD_GALERA_DIR=%s", filepath.Join(os.TempDir(), fmt.Sprintf("leasehold-galera-test-%d", pid))))
-		run := func(arg string, d time.Duration) ([]byte, error) {
+		run := func(d time.Duration, args ...string) ([]byte, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), d)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, script(), arg)
+			cmd := exec.CommandContext(ctx, script(), args...)
 			cmd.Env = env
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
 			if err != nil {
-				return out, fmt.Errorf("galera-throwaway.sh %s: %w\n%s", arg, err, stderr.String())
+				return out, fmt.Errorf("galera-throwaway.sh %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
 			}
 			return out, nil
 		}
 		began := time.Now()
-		out, err := run("start", 4*time.Minute)
+		out, err := run(4*time.Minute, "start")
 		cluster.took = time.Since(began)
 		stop = func() {
-			if _, err := run("purge", 2*time.Minute); err != nil {
+			if _, err := run(2*time.Minute, "purge"); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 			}
 		}
@@ -115,6 +118,7 @@ func startCluster() (stop func()) {
 			return stop
 		}
 		cluster.urls = strings.Fields(string(out))
+		cluster.script = func(args ...string) ([]byte, error) { return run(time.Minute, args...) }
 		if len(cluster.urls) != 3 {
 			cluster.err = fmt.Errorf("galera-throwaway.sh printed %q, want 3 URLs", out)
 		}

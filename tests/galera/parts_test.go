@@ -298,3 +298,84 @@ func (r *replicas) eventsExactlyOnce(t *testing.T, hosts []string) {
 		t.Errorf("double booking: %s", o)
 	}
 }
+
+// nodeNotReady: node 1 refuses every query, as a node cut off from the
+// primary component does (error 1047, "WSREP has not yet prepared node
+// for application use"). Process 1, on it, answers 503 in each API's own
+// error body and its /healthcheck says 503 (a load balancer takes it out);
+// once the node serves again, so does process 1.
+func (r *replicas) nodeNotReady(t *testing.T) {
+	if cluster.script == nil {
+		t.Skip("the cluster was given (LEASEHOLD_TEST_GALERA_URLS): the test cannot make a node refuse queries")
+	}
+	s := r.servers[1]
+	if _, err := cluster.script("reject", "1", "ALL"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if _, err := cluster.script("reject", "1", "NONE"); err != nil {
+			t.Error(err)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	checks := []struct {
+		name, url string
+		headers   []string
+		body      func([]byte) bool
+	}{
+		{"healthcheck", s.URL + "/healthcheck", nil, func(b []byte) bool { return strings.Contains(string(b), "database unreachable") }},
+		{"blazar", s.URL + "/v1/leases", nil, func(b []byte) bool {
+			var doc struct {
+				Code    int    `json:"error_code"`
+				Message string `json:"error_message"`
+			}
+			return json.Unmarshal(b, &doc) == nil && doc.Code == http.StatusServiceUnavailable && doc.Message != ""
+		}},
+		{"placement", s.URL + "/placement/resource_providers", []string{"OpenStack-API-Version", placementVersion, "Accept", "application/json"}, func(b []byte) bool {
+			var doc struct {
+				Errors []struct {
+					Status int `json:"status"`
+				} `json:"errors"`
+			}
+			return json.Unmarshal(b, &doc) == nil && len(doc.Errors) == 1 && doc.Errors[0].Status == http.StatusServiceUnavailable
+		}},
+	}
+	for _, c := range checks {
+		code, b, err := r.client.Do(ctx, "GET", c.url, "", c.headers...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		r.count(code)
+		if code != http.StatusServiceUnavailable || !c.body(b) {
+			t.Errorf("%s with node 1 refusing queries: %d %s; want 503 in the API's error body", c.name, code, b)
+		}
+	}
+	// A lease create through process 1 is refused the same way, and
+	// leaves nothing behind.
+	code, b, err := r.client.Do(ctx, "POST", s.URL+"/v1/leases", leaseBody("while-rejecting", time.Date(2042, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2042, 1, 1, 1, 0, 0, 0, time.UTC)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.count(code)
+	if code != http.StatusServiceUnavailable {
+		t.Errorf("lease create with node 1 refusing queries: %d %s; want 503", code, b)
+	}
+	if _, err := cluster.script("reject", "1", "NONE"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		code, b, err := r.client.Do(ctx, "GET", s.URL+"/v1/leases", "")
+		if err == nil && code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process 1 not serving 30 s after its node serves again: %d %v %s", code, err, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var n int
+	if err := r.check.QueryRow("SELECT COUNT(*) FROM leases WHERE name = 'while-rejecting'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d leases from the refused create (%v)", n, err)
+	}
+}
