@@ -14,6 +14,8 @@
 #   python3-keystone uwsgi-plugin-python3 jq sqlite3
 #                                   a real Keystone for the token-validation tests
 #                                   (tests/keystone, ../shared/reference/openstack-harness/keystone-up.sh)
+#   galera-4 rsync                  a 3-node MariaDB Galera cluster on loopback for tests/galera
+#                                   (scripts/galera-throwaway.sh; rsync state transfer)
 #   openstack-dashboard chromium chromium-driver python3-selenium
 #                                   Horizon with the blazar-dashboard plugin in headless
 #                                   Chromium (tests/horizon); with --no-install-recommends
@@ -35,7 +37,7 @@
 # every service start is in place while apt-get runs, unless one exists.
 set -euo pipefail
 
-PKGS="${LEASEHOLD_DEPS:-mariadb-server mariadb-client python3-gabbi python3-yaml curl ganeti-htools python3-blazarclient python3-openstackclient python3-osc-placement wrk python3-keystone uwsgi-plugin-python3 jq sqlite3 openstack-dashboard chromium chromium-driver python3-selenium rabbitmq-server python3-oslo.messaging python3-nova python3-placement python3-oslotest python3-wsgi-intercept}"
+PKGS="${LEASEHOLD_DEPS:-mariadb-server mariadb-client python3-gabbi python3-yaml curl ganeti-htools python3-blazarclient python3-openstackclient python3-osc-placement wrk python3-keystone uwsgi-plugin-python3 jq sqlite3 openstack-dashboard chromium chromium-driver python3-selenium rabbitmq-server python3-oslo.messaging python3-nova python3-placement python3-oslotest python3-wsgi-intercept galera-4 rsync}"
 
 missing=()
 for p in $PKGS; do

@@ -132,6 +132,19 @@ if ! /usr/bin/python3 -c 'import nova, placement, oslotest, wsgi_intercept' >/de
   record "nova" SKIPPED "python3-nova, python3-placement, python3-oslotest or python3-wsgi-intercept not installed"
 fi
 
+# The Galera suite (tests/galera: a 3-node cluster on loopback, started by
+# scripts/galera-throwaway.sh) skips loudly without mariadb-server, galera-4
+# and rsync, and the database-restart fault test (tests/faults) without
+# mariadb-server; under CI they must run.
+if [ "${CI:-}" = true ]; then
+  export LEASEHOLD_REQUIRE_GALERA=1 LEASEHOLD_REQUIRE_MARIADB=1
+fi
+if [ ! -e /usr/lib/galera/libgalera_smm.so ] || ! command -v rsync >/dev/null 2>&1 ||
+   ! { command -v mariadbd || [ -x /usr/sbin/mariadbd ]; } >/dev/null 2>&1; then
+  loud "Galera (Debian mariadb-server galera-4 rsync) is NOT installed: the replicas-on-Galera tests are SKIPPED"
+  record "galera" SKIPPED "mariadb-server/galera-4/rsync not installed"
+fi
+
 RACE=(-race)
 if ! command -v "${CC:-gcc}" >/dev/null 2>&1; then
   loud "no C compiler: -race needs cgo, so the Go tests run WITHOUT the race detector"

@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/leasehold/leasehold/pkg/auth"
+	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/httpx"
 	"github.com/leasehold/leasehold/pkg/identity"
@@ -146,6 +147,10 @@ func authMiddleware(authn Authenticator, next http.Handler) http.Handler {
 func RenderError(w http.ResponseWriter, r *http.Request, err error) {
 	e := errs.As(err)
 	if e == nil || e.Kind == errs.Internal {
+		// A database that cannot be reached is a 503, not a bug.
+		e = db.AsUnavailable(err)
+	}
+	if e == nil {
 		slog.ErrorContext(r.Context(), "internal error", "err", err)
 		writeBlazar(w, http.StatusInternalServerError, "Internal Server Error", "INTERNAL_SERVER_ERROR")
 		return

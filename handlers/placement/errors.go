@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/httpx"
 	"github.com/leasehold/leasehold/pkg/logging"
@@ -98,6 +99,10 @@ func escapedNotFound(err error) error {
 func renderError(w http.ResponseWriter, r *http.Request, err error) {
 	e := errs.As(err)
 	if e == nil || e.Kind == errs.Internal {
+		// A database that cannot be reached is a 503, not a bug.
+		e = db.AsUnavailable(err)
+	}
+	if e == nil {
 		slog.ErrorContext(r.Context(), "internal error", "err", err)
 		e = &errs.Error{Kind: errs.Internal, Msg: msgInternal}
 	} else if e.Kind == errs.Unavailable {

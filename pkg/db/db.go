@@ -183,13 +183,25 @@ func (d *DB) Close() error {
 	return sqlDB.Close()
 }
 
-// Ping checks the database is reachable (for /healthcheck).
+// Ping checks the database is reachable and serves queries (for
+// /healthcheck). On MySQL it reads a table: a Galera node outside the
+// primary component (or told to reject queries) still answers the
+// protocol's ping and statements that read no table, but refuses the
+// others with error 1047.
 func (d *DB) Ping(ctx context.Context) error {
 	sqlDB, err := d.DB.DB()
 	if err != nil {
 		return err
 	}
-	return sqlDB.PingContext(ctx)
+	if d.Dialect != MySQL {
+		return sqlDB.PingContext(ctx)
+	}
+	var one int
+	err = sqlDB.QueryRowContext(ctx, "SELECT 1 FROM "+migrationsTable+" LIMIT 1").Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	return err
 }
 
 // IsDuplicate reports whether err is a unique-constraint violation.

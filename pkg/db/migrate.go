@@ -46,11 +46,14 @@ func (d *DB) Migrate(ctx context.Context) error {
 	return d.SyncStandard(ctx)
 }
 
+// migrationsTable records the migrations run.
+const migrationsTable = "leasehold_migrations"
+
 // migrator runs the list ms (migrations, or in the upgrade tests a prefix
 // of it: the schema an older binary left behind).
 func (d *DB) migrator(ctx context.Context, ms []*gormigrate.Migration) *gormigrate.Gormigrate {
 	return gormigrate.New(tableOptions(d.DB.WithContext(ctx)), &gormigrate.Options{
-		TableName:                 "leasehold_migrations",
+		TableName:                 migrationsTable,
 		IDColumnName:              "id",
 		IDColumnSize:              255,
 		UseTransaction:            d.Dialect == SQLite, // MySQL DDL is not transactional

@@ -75,9 +75,11 @@ const MaxWriteAttempts = 32
 // caller's goroutine) and then fn as one write transaction (see Write),
 // and does both again, after a short jittered pause, while the attempt
 // ends in a lock conflict or in an error wrapping ErrRetry, up to
-// MaxWriteAttempts runs. before is where a caller re-reads what a lost
-// race made stale (its cached view) and plans again; its own errors end
-// the write. A write whose ctx ends is not run again.
+// MaxWriteAttempts runs (a write still losing lock conflicts after them
+// is an errs.Conflict around the last one). before is where a caller
+// re-reads what a lost race made stale (its cached view) and plans
+// again; its own errors end the write. A write whose ctx ends is not run
+// again.
 func (d *DB) WriteRetry(ctx context.Context, before func(ctx context.Context, a Attempt) error, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
 	if ctx.Value(inWriteKey{}) != nil {
 		return errNestedWrite
@@ -90,7 +92,13 @@ func (d *DB) WriteRetry(ctx context.Context, before func(ctx context.Context, a 
 			}
 		}
 		err := d.writeOnce(ctx, fn, opts...)
-		if err == nil || !retryable(err) || n >= MaxWriteAttempts || ctx.Err() != nil {
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		if n >= MaxWriteAttempts {
+			if IsLockConflict(err) {
+				return tooManyConflicts(err)
+			}
 			return err
 		}
 		prev = err
@@ -138,7 +146,12 @@ type inWriteKey struct{}
 
 // IsLockConflict reports a MySQL deadlock (1213) or lock wait timeout
 // (1205), or SQLITE_BUSY/SQLITE_LOCKED left after the busy timeout: the
-// transaction did not happen and may be run again.
+// transaction did not happen and may be run again. On MariaDB Galera a
+// certification failure (a write set that conflicts with one committed
+// through another node first, or a local transaction aborted by a
+// replicated one) is reported as 1213 too ("WSREP detected
+// deadlock/conflict and aborted the transaction"), at any statement or at
+// COMMIT, so it is retried the same way.
 func IsLockConflict(err error) bool {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {

@@ -124,13 +124,28 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case runErr = <-errc:
 	}
-	slog.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
+	// Drain: the listeners close at once (new connections are refused),
+	// requests in flight run to their answer, for at most
+	// ShutdownTimeout; the lease event manager and the outbox worker go
+	// on meanwhile (a request may have created work for them), then stop
+	// and hand back what they claimed but did not run.
+	slog.Info("shutting down: draining requests in flight", "timeout", s.cfg.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
+	var dwg sync.WaitGroup
 	for _, srv := range srvs {
-		_ = srv.Shutdown(sctx)
+		dwg.Go(func() {
+			if err := srv.Shutdown(sctx); err != nil {
+				// Past the timeout: cut what is left, so no handler is
+				// still using the database when it closes below.
+				slog.Warn("requests still in flight after the shutdown timeout; closing their connections", "timeout", s.cfg.ShutdownTimeout)
+				_ = srv.Close()
+			}
+		})
 	}
+	dwg.Wait()
 	wg.Wait()
+	slog.Info("requests drained; stopping the lease event manager and the outbox worker")
 	bcancel()
 	bg.Wait()
 	if err := s.Notifier.Close(); err != nil {

@@ -228,6 +228,13 @@ func (m *Manager) RunDue(ctx context.Context) (int, error) {
 			ran++
 			m.Ran.Add(1)
 		case errors.Is(err, leases.ErrClaimLost):
+		case ctx.Err() != nil:
+			// Stopping (SIGTERM): the event did not run here; another
+			// process, or the next start, takes it at once instead of
+			// after the claim timeout.
+			if rerr := m.handBack(ctx, ev); rerr != nil {
+				errs = append(errs, rerr)
+			}
 		case errors.Is(err, leases.ErrLeaseBusy):
 			if rerr := m.release(ctx, ev); rerr != nil {
 				errs = append(errs, rerr)
@@ -298,4 +305,31 @@ func (m *Manager) release(ctx context.Context, ev models.Event) error {
 			Where("id = ? AND status = ? AND claimed_by = ?", ev.ID, leases.EventInProgress, m.cfg.ID).
 			Updates(map[string]any{"status": status, "claimed_by": "", "updated_at": m.now().Truncate(time.Second)}).Error
 	})
+}
+
+// handBackTimeout bounds the write that hands a claimed event back at
+// shutdown (it runs after the manager's context has ended).
+const handBackTimeout = 10 * time.Second
+
+// handBack puts an event this manager claimed but did not run back to
+// UNDONE, without counting the attempt. Only while the claim still holds:
+// a run that committed after all left it DONE, which stays.
+func (m *Manager) handBack(ctx context.Context, ev models.Event) error {
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
+	defer cancel()
+	var n int64
+	err := m.db.Write(hctx, func(tx *gorm.DB) error {
+		res := tx.Model(&models.Event{}).
+			Where("id = ? AND status = ? AND claimed_by = ?", ev.ID, leases.EventInProgress, m.cfg.ID).
+			Updates(map[string]any{"status": leases.EventUndone, "claimed_by": "", "attempts": max(ev.Attempts-1, 0)})
+		n = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return fmt.Errorf("hand back event %s: %w", ev.ID, err)
+	}
+	if n == 1 {
+		slog.InfoContext(hctx, "handed back a claimed lease event at shutdown", "event", ev.ID, "type", ev.EventType, "lease", ev.LeaseID)
+	}
+	return nil
 }

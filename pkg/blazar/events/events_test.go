@@ -401,3 +401,65 @@ func TestObserveLag(t *testing.T) {
 		t.Errorf("observed lags (-want +got):\n%s", diff)
 	}
 }
+
+// TestShutdownHandsClaimBack: a manager stopped (its context cancelled)
+// while the event it claimed has not run puts the claim back at once,
+// without counting the attempt, so another manager runs the event
+// without waiting for the claim timeout.
+func TestShutdownHandsClaimBack(t *testing.T) {
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			d := dbtest.OpenDialect(t, dialect)
+			clock := leasestest.NewClock(t0)
+			svc, _ := leasestest.New(d, leasestest.NewHosts(1, nil), clock, leasestest.Options{})
+			a := create(t, svc, "a", "now", "2030-01-01 12:00", 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			claimed := make(chan models.Event, 1)
+			stopping := events.New(d, runFunc(func(ctx context.Context, ev models.Event, claimant string) error {
+				claimed <- ev
+				<-ctx.Done() // SIGTERM arrives while the event is claimed
+				return svc.RunEvent(ctx, ev, claimant)
+			}), events.Config{ClaimTimeout: time.Hour}, clock.Now)
+			done := make(chan error, 1)
+			go func() { _, err := stopping.RunDue(ctx); done <- err }()
+			var ev models.Event
+			select {
+			case ev = <-claimed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the manager did not claim the due event")
+			}
+			var mid models.Event
+			if err := d.Where("id = ?", ev.ID).Take(&mid).Error; err != nil {
+				t.Fatal(err)
+			}
+			if mid.Status != "IN_PROGRESS" || mid.ClaimedBy != stopping.ID() {
+				t.Fatalf("while claimed: status %s by %q", mid.Status, mid.ClaimedBy)
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("RunDue at shutdown: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("RunDue did not return after its context ended")
+			}
+			var back models.Event
+			if err := d.Where("id = ?", ev.ID).Take(&back).Error; err != nil {
+				t.Fatal(err)
+			}
+			if back.Status != "UNDONE" || back.ClaimedBy != "" || back.Attempts != 0 {
+				t.Fatalf("after shutdown: status %s, claimed by %q, attempts %d; want UNDONE, unclaimed, 0", back.Status, back.ClaimedBy, back.Attempts)
+			}
+			// Another process runs it now, long before the claim timeout.
+			c := newCounter(svc)
+			other := events.New(d, c, events.Config{ClaimTimeout: time.Hour}, clock.Now)
+			if n, err := other.RunDue(context.Background()); err != nil || n != 1 {
+				t.Fatalf("the other manager's RunDue = %d, %v; want the handed-back event", n, err)
+			}
+			if c.runs[ev.ID] != 1 || get(t, svc, a.ID).Status != "ACTIVE" {
+				t.Fatalf("runs %v, lease %s", c.runs, get(t, svc, a.ID).Status)
+			}
+		})
+	}
+}
