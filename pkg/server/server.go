@@ -29,6 +29,7 @@ import (
 	"github.com/leasehold/leasehold/plugins"
 	"github.com/leasehold/leasehold/plugins/floatingip"
 	hostplugin "github.com/leasehold/leasehold/plugins/host"
+	"github.com/leasehold/leasehold/plugins/instance"
 
 	blazarapi "github.com/leasehold/leasehold/handlers/blazar"
 	placementapi "github.com/leasehold/leasehold/handlers/placement"
@@ -145,6 +146,8 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 
 	// Blazar: hosts, the reservation types, leases and their events.
 	s.Hosts = hosts.New(d, drv)
+	// Private flavors of instance reservations, when the driver makes them.
+	flavors, _ := any(drv).(instance.FlavorDriver)
 	reg, err := plugins.NewRegistry(
 		hostplugin.New(s.Hosts, d.DB, hostplugin.Config{
 			Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
@@ -152,6 +155,11 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 			CheckHosts:       hosts.ReservableTx,
 		}, nil),
 		floatingip.New(s.Hosts),
+		instance.New(s.Hosts, instance.Config{
+			Cleaning:   time.Duration(bc.HostCleaningMinutes()) * time.Minute,
+			CheckHosts: hosts.ReservableTx,
+			Flavors:    flavors != nil,
+		}),
 	)
 	if err != nil {
 		return nil, err
@@ -164,6 +172,9 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 
 	// External calls, after the commits that decided them.
 	handlers := hostplugin.OutboxHandlers(drv)
+	if flavors != nil {
+		maps.Copy(handlers, instance.OutboxHandlers(flavors))
+	}
 	maps.Copy(handlers, hosts.OutboxHandlers(drv))
 	obCfg := outbox.Config{OnFailure: s.Leases.OutboxFailure, OnSuccess: s.Leases.OutboxSuccess}
 	if met != nil {

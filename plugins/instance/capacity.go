@@ -1,0 +1,346 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/leasehold/leasehold/pkg/allocator"
+	"github.com/leasehold/leasehold/pkg/blazar/hosts"
+	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/placement"
+	"github.com/leasehold/leasehold/plugins"
+)
+
+// booking is one reservation's slots on one host.
+type booking struct {
+	Host     string    `gorm:"column:compute_host_id"`
+	Res      string    `gorm:"column:reservation_id"`
+	Start    time.Time `gorm:"column:start_date"`
+	End      time.Time `gorm:"column:end_date"`
+	Slots    int64     `gorm:"column:slots"`
+	VCPUs    int64     `gorm:"column:vcpus"`
+	MemoryMB int64     `gorm:"column:memory_mb"`
+	DiskGB   int64     `gorm:"column:disk_gb"`
+}
+
+func (b *booking) size() allocator.SlotSize {
+	return allocator.SlotSize{VCPUs: b.VCPUs, MemoryMB: b.MemoryMB, DiskGB: b.DiskGB}
+}
+
+// inClause appends " AND col IN (?,…)" for ids to q and args.
+func inClause(q string, args []any, col string, ids []string) (string, []any) {
+	if ids == nil {
+		return q, args
+	}
+	var b strings.Builder
+	b.WriteString(q)
+	b.WriteString(" AND ")
+	b.WriteString(col)
+	b.WriteString(" IN (")
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('?')
+		args = append(args, id)
+	}
+	b.WriteByte(')')
+	return b.String(), args
+}
+
+// loadBookings reads, for hostIDs (every host when nil), the instance
+// slots overlapping [lo, hi) other than reservation exclude's, and the
+// hosts with a whole-host booking overlapping it.
+func loadBookings(ctx context.Context, tx *plugins.Tx, lo, hi time.Time, hostIDs []string, exclude string) ([]booking, map[string]bool, error) {
+	if hostIDs != nil && len(hostIDs) == 0 {
+		return nil, map[string]bool{}, nil
+	}
+	q := `SELECT a.compute_host_id, a.reservation_id, a.start_date, a.end_date, a.slots, r.vcpus, r.memory_mb, r.disk_gb
+ FROM instance_allocations a JOIN instance_reservations r ON r.reservation_id = a.reservation_id
+ WHERE a.end_date > ? AND a.start_date < ? AND a.reservation_id <> ?`
+	q, args := inClause(q, []any{lo, hi, exclude}, "a.compute_host_id", hostIDs)
+	var bs []booking
+	if err := tx.WithContext(ctx).Raw(q, args...).Scan(&bs).Error; err != nil {
+		return nil, nil, fmt.Errorf("instance bookings: %w", err)
+	}
+	q = `SELECT DISTINCT c.compute_host_id FROM computehost_allocations c
+ WHERE c.end_date > ? AND c.start_date < ? AND c.reservation_id <> ?
+ AND NOT EXISTS (SELECT 1 FROM instance_reservations r WHERE r.reservation_id = c.reservation_id)`
+	q, args = inClause(q, []any{lo, hi, exclude}, "c.compute_host_id", hostIDs)
+	var whole []string
+	if err := tx.WithContext(ctx).Raw(q, args...).Scan(&whole).Error; err != nil {
+		return nil, nil, fmt.Errorf("host bookings: %w", err)
+	}
+	busy := make(map[string]bool, len(whole))
+	for _, h := range whole {
+		busy[h] = true
+	}
+	return bs, busy, nil
+}
+
+// peak is the per-resource peak of the bookings' use within [lo, hi).
+func peak(bs []*booking, lo, hi time.Time) allocator.SlotSize {
+	type ev struct {
+		t    time.Time
+		sign int64
+		b    *booking
+	}
+	evs := make([]ev, 0, 2*len(bs))
+	for _, b := range bs {
+		s, e := b.Start, b.End
+		if s.Before(lo) {
+			s = lo
+		}
+		if e.After(hi) {
+			e = hi
+		}
+		if !s.Before(e) {
+			continue
+		}
+		evs = append(evs, ev{s, 1, b}, ev{e, -1, b})
+	}
+	// Half-open windows: at one instant, ends go before starts.
+	slices.SortFunc(evs, func(a, b ev) int {
+		if c := a.t.Compare(b.t); c != 0 {
+			return c
+		}
+		return int(a.sign - b.sign)
+	})
+	var cur, top allocator.SlotSize
+	for _, e := range evs {
+		k := e.sign * e.b.Slots
+		cur = cur.Sub(e.b.size(), -k)
+		top.VCPUs, top.MemoryMB, top.DiskGB = max(top.VCPUs, cur.VCPUs), max(top.MemoryMB, cur.MemoryMB), max(top.DiskGB, cur.DiskGB)
+	}
+	return top
+}
+
+// capacityOf is a host's usable capacity: its compute node provider's
+// inventory, or the host's own numbers for classes it has none of.
+func capacityOf(h *hosts.Host, caps map[string]placement.ComputeCapacity) allocator.SlotSize {
+	out := allocator.SlotSize{VCPUs: h.VCPUs, MemoryMB: h.MemoryMB, DiskGB: h.LocalGB}
+	if c, ok := caps[h.ComputeProviderUUID]; ok {
+		if c.Has[0] {
+			out.VCPUs = c.VCPUs
+		}
+		if c.Has[1] {
+			out.MemoryMB = c.MemoryMB
+		}
+		if c.Has[2] {
+			out.DiskGB = c.DiskGB
+		}
+	}
+	return out
+}
+
+// domainOf is a host's failure domain from the configured keys.
+func (p *Plugin) domainOf(h *hosts.Host) string {
+	var parts []string
+	for _, k := range p.cfg.DomainKeys {
+		if v, ok := h.Lookup(k); ok && v != "" {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// choose picks the slots of a reservation with parameters ps over win,
+// leaving out reservation resID's own bookings; held are the slots an
+// active reservation keeps. It reads everything in tx and, on MySQL,
+// locks the chosen hosts and checks them again (see the package
+// documentation).
+func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allocator.Interval, resID string, held map[string]int) (allocator.SlotDecision, error) {
+	all, err := p.hostList(ctx)
+	if err != nil {
+		return allocator.SlotDecision{}, err
+	}
+	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
+	excluded := map[string]bool{}
+	for attempt := 0; ; attempt++ {
+		dec, err := p.chooseOnce(ctx, tx, all, ps, lo, hi, resID, held, excluded)
+		if err != nil {
+			var ne *allocator.NotEnoughSlotsError
+			if errors.As(err, &ne) {
+				if !tx.Fresh {
+					return dec, fmt.Errorf("%w: %w", plugins.ErrStale, err)
+				}
+				return dec, plugins.NotEnough("%s", ne.Error())
+			}
+			if errors.Is(err, allocator.ErrInvalidRequest) {
+				return dec, plugins.BadRequest("%s", err.Error())
+			}
+			return dec, err
+		}
+		lost, err := p.lockAndCheck(ctx, tx, ps, lo, hi, resID, dec, held)
+		if err != nil {
+			return dec, err
+		}
+		if len(lost) == 0 {
+			return dec, nil
+		}
+		if attempt >= p.cfg.MaxReplans {
+			return dec, plugins.ErrRetry
+		}
+		for _, h := range lost {
+			if held[h] == 0 {
+				excluded[h] = true
+			}
+		}
+	}
+}
+
+// chooseOnce reads the use of the matching hosts and runs the allocator.
+func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, lo, hi time.Time, resID string, held map[string]int, excluded map[string]bool) (allocator.SlotDecision, error) {
+	var matching []*hosts.Host
+	seen := map[string]bool{}
+	for i := range all {
+		h := &all[i]
+		if excluded[h.ID] {
+			continue
+		}
+		if held[h.ID] == 0 {
+			if ok, _ := ps.query.Match(h.Lookup); !ok {
+				continue
+			}
+		}
+		matching = append(matching, h)
+		seen[h.ID] = true
+	}
+	var ids, uuids []string
+	for _, h := range matching {
+		ids = append(ids, h.ID)
+		if h.ComputeProviderUUID != "" {
+			uuids = append(uuids, h.ComputeProviderUUID)
+		}
+	}
+	// Many hosts: one range scan over the window beats a long IN list.
+	scan := ids
+	if len(ids) > 200 {
+		scan = nil
+	}
+	bs, busy, err := loadBookings(ctx, tx, lo, hi, scan, resID)
+	if err != nil {
+		return allocator.SlotDecision{}, err
+	}
+	caps, err := placement.ComputeCapacitiesTx(tx.WithContext(ctx), uuids)
+	if err != nil {
+		return allocator.SlotDecision{}, err
+	}
+	byHost := map[string][]*booking{}
+	sizes := slices.Clone(p.cfg.Sizes)
+	for i := range bs {
+		b := &bs[i]
+		byHost[b.Host] = append(byHost[b.Host], b)
+		if len(p.cfg.Sizes) == 0 && !slices.Contains(sizes, b.size()) {
+			sizes = append(sizes, b.size())
+		}
+	}
+	slotHosts := make([]allocator.SlotHost, 0, len(matching)+len(held))
+	for _, h := range matching {
+		if busy[h.ID] && held[h.ID] == 0 {
+			continue
+		}
+		capa := capacityOf(h, caps)
+		slotHosts = append(slotHosts, allocator.SlotHost{ID: h.ID, Domain: p.domainOf(h), Capacity: capa,
+			Free: capa.Sub(peak(byHost[h.ID], lo, hi), 1),
+			Held: held[h.ID]})
+	}
+	// Held slots on hosts no longer reservable (or no longer listed)
+	// stay where they are and take nothing more there.
+	for _, id := range sortedKeys(held) {
+		if !seen[id] && held[id] > 0 {
+			room := allocator.SlotSize{}.Sub(ps.size, -int64(held[id]))
+			slotHosts = append(slotHosts, allocator.SlotHost{ID: id, Free: room, Capacity: room, Held: held[id]})
+		}
+	}
+	return allocator.ChooseSlots(slotHosts, allocator.SlotRequest{Size: ps.size, Amount: ps.amount, Affinity: ps.affinity, Sizes: sizes})
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// lockAndCheck locks the chosen hosts and returns those that can no
+// longer take their slots: deleted or made non-reservable (new slots
+// only), or, on MySQL, filled by a booking committed since they were read.
+func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, ps params, lo, hi time.Time, resID string, dec allocator.SlotDecision, held map[string]int) ([]string, error) {
+	ids := dec.Order
+	if tx.Dialect != db.SQLite {
+		if err := plugins.LockResources(tx, hostLockType, ids); err != nil {
+			return nil, err
+		}
+	}
+	var lost []string
+	if p.cfg.CheckHosts != nil {
+		var fresh []string
+		for _, id := range ids {
+			if dec.Slots[id] > held[id] {
+				fresh = append(fresh, id)
+			}
+		}
+		if len(fresh) > 0 {
+			ok, err := p.cfg.CheckHosts(tx.WithContext(ctx), fresh)
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range fresh {
+				if !ok[id] {
+					lost = append(lost, id)
+				}
+			}
+		}
+	}
+	if len(lost) > 0 || tx.Dialect == db.SQLite {
+		// SQLite: the transaction is the only writer, what it read holds.
+		return lost, nil
+	}
+	bs, busy, err := loadBookings(ctx, tx, lo, hi, ids, resID)
+	if err != nil {
+		return nil, err
+	}
+	all, err := p.hostList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*hosts.Host{}
+	var uuids []string
+	for i := range all {
+		if dec.Slots[all[i].ID] > 0 {
+			byID[all[i].ID] = &all[i]
+			uuids = append(uuids, all[i].ComputeProviderUUID)
+		}
+	}
+	caps, err := placement.ComputeCapacitiesTx(tx.WithContext(ctx), uuids)
+	if err != nil {
+		return nil, err
+	}
+	byHost := map[string][]*booking{}
+	for i := range bs {
+		byHost[bs[i].Host] = append(byHost[bs[i].Host], &bs[i])
+	}
+	for _, id := range ids {
+		h := byID[id]
+		if h == nil {
+			continue // a held host no longer listed: nothing new on it
+		}
+		if busy[id] && held[id] == 0 {
+			lost = append(lost, id)
+			continue
+		}
+		capa := capacityOf(h, caps)
+		free := capa.Sub(peak(byHost[id], lo, hi), 1)
+		if free.Fits(ps.size) < dec.Slots[id] {
+			lost = append(lost, id)
+		}
+	}
+	return lost, nil
+}
