@@ -132,7 +132,7 @@ func (e *NotEnoughSlotsError) Error() string {
 	if e.Needed == 1 {
 		slots = "slot"
 	}
-	head := fmt.Sprintf("Not enough resources available: %d %s of %s needed", e.Needed, slots, e.Size)
+	head := fmt.Sprintf("Not enough hosts available: %d %s of %s needed", e.Needed, slots, e.Size)
 	switch {
 	case e.HeldLost:
 		return fmt.Sprintf("%s, but the slots already held no longer fit in the new window on %d %s", head, e.Hosts, hosts)

@@ -71,7 +71,7 @@ func TestChooseSlots(t *testing.T) {
 			name:  "affinity refuses when no host has room for all",
 			hosts: []SlotHost{slotHost("a", slotQuarter), slotHost("b", slotHalf)},
 			req:   SlotRequest{Size: slotQuarter, Amount: 4, Affinity: boolp(true), Sizes: sizes},
-			err:   "Not enough resources available: 4 slots of 2 VCPU/4 GiB/200 GB disk needed on one host (affinity), at most 3 free on one host in the window, 2 matching hosts",
+			err:   "Not enough hosts available: 4 slots of 2 VCPU/4 GiB/200 GB disk needed on one host (affinity), at most 3 free on one host in the window, 2 matching hosts",
 		},
 		{
 			name:  "anti-affinity one per host",
