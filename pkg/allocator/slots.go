@@ -82,6 +82,19 @@ type SlotHost struct {
 	// Held is how many slots the reservation holds on the host already
 	// (an update of an active reservation keeps them).
 	Held int
+	// Profile, when set, is the free capacity over the window piece by
+	// piece (Free is its minimum): the lost allocations are then counted
+	// over time, each piece weighted by its duration, so a slot goes
+	// where it takes the least room for large instances for the least
+	// time, not merely where the peak is highest.
+	Profile []SlotSegment
+}
+
+// SlotSegment is a stretch of the window (Dur in any unit, the same for
+// every host) with Free capacity throughout.
+type SlotSegment struct {
+	Dur  int64
+	Free SlotSize
 }
 
 // SlotRequest asks for Amount slots of Size.
@@ -174,12 +187,25 @@ func (a *slotScore) less(b *slotScore) bool {
 	return a.left < b.left
 }
 
-// score fills sc with the cost of taking k more slots of size from free.
-func score(sc *slotScore, sizes []SlotSize, free, capacity, size SlotSize, k int) {
+// score fills sc with the cost of taking k more slots of size from host
+// h, which has p slots placed already and free capacity free.
+func score(sc *slotScore, sizes []SlotSize, h *SlotHost, free, size SlotSize, k, p int) {
+	capacity := h.Capacity
 	after := free.Sub(size, int64(k))
 	sc.lost = sc.lost[:0]
-	for _, s := range sizes {
-		sc.lost = append(sc.lost, free.Fits(s)-after.Fits(s))
+	if h.Profile == nil {
+		for _, s := range sizes {
+			sc.lost = append(sc.lost, free.Fits(s)-after.Fits(s))
+		}
+	} else {
+		for _, s := range sizes {
+			var lost int64
+			for _, seg := range h.Profile {
+				f := seg.Free.Sub(size, int64(p))
+				lost += seg.Dur * int64(f.Fits(s)-f.Sub(size, int64(k)).Fits(s))
+			}
+			sc.lost = append(sc.lost, int(lost))
+		}
 	}
 	sc.left = 0
 	for _, d := range [3][2]int64{{after.VCPUs, capacity.VCPUs}, {after.MemoryMB, capacity.MemoryMB}, {after.DiskGB, capacity.DiskGB}} {
@@ -261,7 +287,7 @@ func chooseOne(hosts []SlotHost, free []SlotSize, placed []int, sizes []SlotSize
 		if need > 0 && free[i].Fits(size) < need {
 			continue
 		}
-		score(&sc, sizes, free[i], hosts[i].Capacity, size, need)
+		score(&sc, sizes, &hosts[i], free[i], size, need, placed[i])
 		if best < 0 || sc.less(&bs) {
 			best = i
 			bs, sc = sc, slotScore{lost: bs.lost[:0]}
@@ -295,7 +321,7 @@ func chooseEach(hosts []SlotHost, free []SlotSize, placed []int, sizes []SlotSiz
 	eval := func(i int) {
 		valid[i] = free[i].Fits(size) >= 1 && (!anti || placed[i] == 0)
 		if valid[i] {
-			score(&cost[i], sizes, free[i], hosts[i].Capacity, size, 1)
+			score(&cost[i], sizes, &hosts[i], free[i], size, 1, placed[i])
 		}
 	}
 	for i := range hosts {

@@ -82,8 +82,10 @@ func loadBookings(ctx context.Context, tx *plugins.Tx, lo, hi time.Time, hostIDs
 	return bs, busy, nil
 }
 
-// peak is the per-resource peak of the bookings' use within [lo, hi).
-func peak(bs []*booking, lo, hi time.Time) allocator.SlotSize {
+// usage is the use of bookings bs over [lo, hi): its per-resource peak
+// and, as allocator.SlotSegments of capacity capa minus the use, the
+// free capacity piece by piece (durations in seconds).
+func usage(bs []*booking, lo, hi time.Time, capa allocator.SlotSize) (allocator.SlotSize, []allocator.SlotSegment) {
 	type ev struct {
 		t    time.Time
 		sign int64
@@ -111,12 +113,20 @@ func peak(bs []*booking, lo, hi time.Time) allocator.SlotSize {
 		return int(a.sign - b.sign)
 	})
 	var cur, top allocator.SlotSize
+	segs := make([]allocator.SlotSegment, 0, len(evs)+1)
+	at := lo
 	for _, e := range evs {
-		k := e.sign * e.b.Slots
-		cur = cur.Sub(e.b.size(), -k)
+		if e.t.After(at) {
+			segs = append(segs, allocator.SlotSegment{Dur: int64(e.t.Sub(at) / time.Second), Free: capa.Sub(cur, 1)})
+			at = e.t
+		}
+		cur = cur.Sub(e.b.size(), -e.sign*e.b.Slots)
 		top.VCPUs, top.MemoryMB, top.DiskGB = max(top.VCPUs, cur.VCPUs), max(top.MemoryMB, cur.MemoryMB), max(top.DiskGB, cur.DiskGB)
 	}
-	return top
+	if hi.After(at) {
+		segs = append(segs, allocator.SlotSegment{Dur: int64(hi.Sub(at) / time.Second), Free: capa.Sub(cur, 1)})
+	}
+	return top, segs
 }
 
 // capacityOf is a host's usable capacity: its compute node provider's
@@ -245,9 +255,9 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 			continue
 		}
 		capa := capacityOf(h, caps)
+		top, segs := usage(byHost[h.ID], lo, hi, capa)
 		slotHosts = append(slotHosts, allocator.SlotHost{ID: h.ID, Domain: p.domainOf(h), Capacity: capa,
-			Free: capa.Sub(peak(byHost[h.ID], lo, hi), 1),
-			Held: held[h.ID]})
+			Free: capa.Sub(top, 1), Profile: segs, Held: held[h.ID]})
 	}
 	// Held slots on hosts no longer reservable (or no longer listed)
 	// stay where they are and take nothing more there.
@@ -337,7 +347,8 @@ func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, ps params, lo
 			continue
 		}
 		capa := capacityOf(h, caps)
-		free := capa.Sub(peak(byHost[id], lo, hi), 1)
+		top, _ := usage(byHost[id], lo, hi, capa)
+		free := capa.Sub(top, 1)
 		if free.Fits(ps.size) < dec.Slots[id] {
 			lost = append(lost, id)
 		}
