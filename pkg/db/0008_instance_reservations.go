@@ -16,7 +16,8 @@ import (
 //
 // instance_allocations holds the slots of a reservation per host with
 // the lease window repeated, so the usage of a set of hosts over a window
-// is one indexed query. Each (reservation, host) also has one
+// is one indexed query; span_s is the window's length in seconds, whose
+// (indexed) maximum bounds the range of start dates a window query scans. Each (reservation, host) also has one
 // computehost_allocations row, which keeps whole-host reservations,
 // host deletion and the allocations API aware of instance slots.
 type (
@@ -41,8 +42,9 @@ type (
 		ReservationID string    `gorm:"size:36;not null;index"`
 		ComputeHostID string    `gorm:"size:36;not null;index:idx_installoc_host_window,priority:1"`
 		Slots         int       `gorm:"not null"`
-		StartDate     time.Time `gorm:"precision:6;not null;index:idx_installoc_window,priority:2;index:idx_installoc_host_window,priority:3"`
-		EndDate       time.Time `gorm:"precision:6;not null;index:idx_installoc_window,priority:1;index:idx_installoc_host_window,priority:2"`
+		StartDate     time.Time `gorm:"precision:6;not null;index:idx_installoc_window,priority:1;index:idx_installoc_host_window,priority:3"`
+		EndDate       time.Time `gorm:"precision:6;not null;index:idx_installoc_window,priority:2;index:idx_installoc_host_window,priority:2"`
+		SpanS         int64     `gorm:"column:span_s;not null;default:0;index"`
 		CreatedAt     time.Time `gorm:"precision:6"`
 	}
 )

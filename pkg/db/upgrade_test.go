@@ -324,7 +324,7 @@ var upgradeInstanceFixture = upgradeFixture{
 	write: func(t *testing.T, d *db.DB, _ map[string]bool) {
 		mustExec(t, d, `INSERT INTO instance_reservations (id, reservation_id, vcpus, memory_mb, disk_gb, amount, affinity, resource_properties, flavor_id, server_group_id, aggregate_id, source_flavor, created_at, updated_at)
  VALUES (?, ?, 2, 4096, 20, 3, ?, ?, ?, NULL, NULL, '', ?, NULL)`, upInstResv, upInstReservation, false, upResProps, upInstReservation, upCreated)
-		mustExec(t, d, `INSERT INTO instance_allocations (id, reservation_id, compute_host_id, slots, start_date, end_date, created_at) VALUES (?, ?, '1', 3, ?, ?, ?)`,
+		mustExec(t, d, `INSERT INTO instance_allocations (id, reservation_id, compute_host_id, slots, start_date, end_date, span_s, created_at) VALUES (?, ?, '1', 3, ?, ?, 86400, ?)`,
 			upInstAlloc, upInstReservation, upStart, upEnd, upCreated)
 	},
 	check: func(t *testing.T, d *db.DB) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/leasehold/leasehold/pkg/allocator"
@@ -59,18 +60,27 @@ func loadBookings(ctx context.Context, tx *plugins.Tx, lo, hi time.Time, hostIDs
 	if hostIDs != nil && len(hostIDs) == 0 {
 		return nil, map[string]bool{}, nil
 	}
+	// A booking overlapping [lo, hi) starts in [lo - longest, hi): the
+	// longest booking (an index seek) bounds the start dates scanned.
+	var longest int64
+	if err := tx.WithContext(ctx).Raw("SELECT COALESCE(MAX(span_s), 0) FROM instance_allocations").Scan(&longest).Error; err != nil {
+		return nil, nil, fmt.Errorf("longest instance booking: %w", err)
+	}
 	q := `SELECT a.compute_host_id, a.reservation_id, a.start_date, a.end_date, a.slots, r.vcpus, r.memory_mb, r.disk_gb
  FROM instance_allocations a JOIN instance_reservations r ON r.reservation_id = a.reservation_id
- WHERE a.end_date > ? AND a.start_date < ? AND a.reservation_id <> ?`
-	q, args := inClause(q, []any{lo, hi, exclude}, "a.compute_host_id", hostIDs)
+ WHERE a.start_date < ? AND a.start_date >= ? AND a.end_date > ? AND a.reservation_id <> ?`
+	q, args := inClause(q, []any{hi, lo.Add(-time.Duration(longest) * time.Second), lo, exclude}, "a.compute_host_id", hostIDs)
 	var bs []booking
 	if err := tx.WithContext(ctx).Raw(q, args...).Scan(&bs).Error; err != nil {
 		return nil, nil, fmt.Errorf("instance bookings: %w", err)
 	}
-	q = `SELECT DISTINCT c.compute_host_id FROM computehost_allocations c
- WHERE c.end_date > ? AND c.start_date < ? AND c.reservation_id <> ?
- AND NOT EXISTS (SELECT 1 FROM instance_reservations r WHERE r.reservation_id = c.reservation_id)`
-	q, args = inClause(q, []any{lo, hi, exclude}, "c.compute_host_id", hostIDs)
+	// Whole-host bookings are the allocations of physical:host
+	// reservations (there are few of those: drive the join from them;
+	// CROSS JOIN keeps SQLite to that order).
+	q = `SELECT DISTINCT c.compute_host_id FROM computehost_reservations h
+ CROSS JOIN computehost_allocations c ON c.reservation_id = h.reservation_id
+ WHERE c.end_date > ? AND c.start_date < ?`
+	q, args = inClause(q, []any{lo, hi}, "c.compute_host_id", hostIDs)
 	var whole []string
 	if err := tx.WithContext(ctx).Raw(q, args...).Scan(&whole).Error; err != nil {
 		return nil, nil, fmt.Errorf("host bookings: %w", err)
@@ -171,7 +181,7 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
 	excluded := map[string]bool{}
 	for attempt := 0; ; attempt++ {
-		dec, err := p.chooseOnce(ctx, tx, all, ps, lo, hi, resID, held, excluded)
+		dec, tops, err := p.chooseOnce(ctx, tx, all, ps, lo, hi, resID, held, excluded)
 		if err != nil {
 			var ne *allocator.NotEnoughSlotsError
 			if errors.As(err, &ne) {
@@ -185,7 +195,7 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 			}
 			return dec, err
 		}
-		lost, err := p.lockAndCheck(ctx, tx, ps, lo, hi, resID, dec, held)
+		lost, err := p.lockAndCheck(ctx, tx, all, ps, lo, hi, resID, dec, held, tops)
 		if err != nil {
 			return dec, err
 		}
@@ -200,11 +210,12 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 				excluded[h] = true
 			}
 		}
+		p.caps.invalidate()
 	}
 }
 
 // chooseOnce reads the use of the matching hosts and runs the allocator.
-func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, lo, hi time.Time, resID string, held map[string]int, excluded map[string]bool) (allocator.SlotDecision, error) {
+func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, lo, hi time.Time, resID string, held map[string]int, excluded map[string]bool) (allocator.SlotDecision, map[string]allocator.SlotSize, error) {
 	var matching []*hosts.Host
 	seen := map[string]bool{}
 	for i := range all {
@@ -220,12 +231,9 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 		matching = append(matching, h)
 		seen[h.ID] = true
 	}
-	var ids, uuids []string
+	var ids []string
 	for _, h := range matching {
 		ids = append(ids, h.ID)
-		if h.ComputeProviderUUID != "" {
-			uuids = append(uuids, h.ComputeProviderUUID)
-		}
 	}
 	// Many hosts: one range scan over the window beats a long IN list.
 	scan := ids
@@ -234,11 +242,11 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 	}
 	bs, busy, err := loadBookings(ctx, tx, lo, hi, scan, resID)
 	if err != nil {
-		return allocator.SlotDecision{}, err
+		return allocator.SlotDecision{}, nil, err
 	}
-	caps, err := placement.ComputeCapacitiesTx(tx.WithContext(ctx), uuids)
+	caps, err := p.caps.get(ctx, tx, all, tx.Fresh)
 	if err != nil {
-		return allocator.SlotDecision{}, err
+		return allocator.SlotDecision{}, nil, err
 	}
 	byHost := map[string][]*booking{}
 	sizes := slices.Clone(p.cfg.Sizes)
@@ -250,12 +258,14 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 		}
 	}
 	slotHosts := make([]allocator.SlotHost, 0, len(matching)+len(held))
+	tops := make(map[string]allocator.SlotSize, len(matching))
 	for _, h := range matching {
 		if busy[h.ID] && held[h.ID] == 0 {
 			continue
 		}
 		capa := capacityOf(h, caps)
 		top, segs := usage(byHost[h.ID], lo, hi, capa)
+		tops[h.ID] = top
 		slotHosts = append(slotHosts, allocator.SlotHost{ID: h.ID, Domain: p.domainOf(h), Capacity: capa,
 			Free: capa.Sub(top, 1), Profile: segs, Held: held[h.ID]})
 	}
@@ -267,7 +277,8 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 			slotHosts = append(slotHosts, allocator.SlotHost{ID: id, Free: room, Capacity: room, Held: held[id]})
 		}
 	}
-	return allocator.ChooseSlots(slotHosts, allocator.SlotRequest{Size: ps.size, Amount: ps.amount, Affinity: ps.affinity, Sizes: sizes})
+	dec, err := allocator.ChooseSlots(slotHosts, allocator.SlotRequest{Size: ps.size, Amount: ps.amount, Affinity: ps.affinity, Sizes: sizes})
+	return dec, tops, err
 }
 
 func sortedKeys(m map[string]int) []string {
@@ -281,8 +292,10 @@ func sortedKeys(m map[string]int) []string {
 
 // lockAndCheck locks the chosen hosts and returns those that can no
 // longer take their slots: deleted or made non-reservable (new slots
-// only), or, on MySQL, filled by a booking committed since they were read.
-func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, ps params, lo, hi time.Time, resID string, dec allocator.SlotDecision, held map[string]int) ([]string, error) {
+// only), with less capacity than the (cached) capacity the choice used,
+// or, on MySQL, filled by a booking committed since they were read. tops
+// are the peak uses the choice saw.
+func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, lo, hi time.Time, resID string, dec allocator.SlotDecision, held map[string]int, tops map[string]allocator.SlotSize) ([]string, error) {
 	ids := dec.Order
 	if tx.Dialect != db.SQLite {
 		if err := plugins.LockResources(tx, hostLockType, ids); err != nil {
@@ -290,68 +303,119 @@ func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, ps params, lo
 		}
 	}
 	var lost []string
+	var fresh []string // hosts getting new slots
+	for _, id := range ids {
+		if dec.Slots[id] > held[id] {
+			fresh = append(fresh, id)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil, nil
+	}
 	if p.cfg.CheckHosts != nil {
-		var fresh []string
-		for _, id := range ids {
-			if dec.Slots[id] > held[id] {
-				fresh = append(fresh, id)
+		ok, err := p.cfg.CheckHosts(tx.WithContext(ctx), fresh)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range fresh {
+			if !ok[id] {
+				lost = append(lost, id)
 			}
 		}
-		if len(fresh) > 0 {
-			ok, err := p.cfg.CheckHosts(tx.WithContext(ctx), fresh)
-			if err != nil {
-				return nil, err
-			}
-			for _, id := range fresh {
-				if !ok[id] {
-					lost = append(lost, id)
-				}
-			}
+		if len(lost) > 0 {
+			return lost, nil
 		}
-	}
-	if len(lost) > 0 || tx.Dialect == db.SQLite {
-		// SQLite: the transaction is the only writer, what it read holds.
-		return lost, nil
-	}
-	bs, busy, err := loadBookings(ctx, tx, lo, hi, ids, resID)
-	if err != nil {
-		return nil, err
-	}
-	all, err := p.hostList(ctx)
-	if err != nil {
-		return nil, err
 	}
 	byID := map[string]*hosts.Host{}
 	var uuids []string
 	for i := range all {
-		if dec.Slots[all[i].ID] > 0 {
+		if slices.Contains(fresh, all[i].ID) {
 			byID[all[i].ID] = &all[i]
-			uuids = append(uuids, all[i].ComputeProviderUUID)
+			if all[i].ComputeProviderUUID != "" {
+				uuids = append(uuids, all[i].ComputeProviderUUID)
+			}
+		}
+	}
+	// The capacities the choice used may be cached: read those of the
+	// hosts getting slots again.
+	caps, err := placement.ComputeCapacitiesTx(tx.WithContext(ctx), uuids)
+	if err != nil {
+		return nil, err
+	}
+	var busy map[string]bool
+	if tx.Dialect != db.SQLite {
+		// Bookings committed by others since the choice read them (the
+		// lock now keeps new ones out). SQLite: the transaction is the
+		// only writer, what it read holds.
+		bs, b, err := loadBookings(ctx, tx, lo, hi, fresh, resID)
+		if err != nil {
+			return nil, err
+		}
+		busy = b
+		byHost := map[string][]*booking{}
+		for i := range bs {
+			byHost[bs[i].Host] = append(byHost[bs[i].Host], &bs[i])
+		}
+		tops = map[string]allocator.SlotSize{}
+		for _, id := range fresh {
+			if h := byID[id]; h != nil {
+				tops[id], _ = usage(byHost[id], lo, hi, capacityOf(h, caps))
+			}
+		}
+	}
+	for _, id := range fresh {
+		h := byID[id]
+		if h == nil || busy[id] {
+			lost = append(lost, id)
+			continue
+		}
+		if capacityOf(h, caps).Sub(tops[id], 1).Fits(ps.size) < dec.Slots[id] {
+			lost = append(lost, id)
+		}
+	}
+	return lost, nil
+}
+
+// capCache keeps the compute capacities of the reservable hosts for a
+// while (they change when an operator edits inventories): the choice
+// uses it, and lockAndCheck reads the chosen hosts' capacities again.
+type capCache struct {
+	mu    sync.Mutex
+	hosts []hosts.Host
+	at    time.Time
+	caps  map[string]placement.ComputeCapacity
+}
+
+// capTTL is how long cached capacities are used for choosing.
+const capTTL = 10 * time.Second
+
+func (c *capCache) invalidate() {
+	c.mu.Lock()
+	c.caps = nil
+	c.mu.Unlock()
+}
+
+// get returns the capacities of all's compute providers, read in tx when
+// the cache is missing, older than capTTL, for another host list, or
+// force is set.
+func (c *capCache) get(ctx context.Context, tx *plugins.Tx, all []hosts.Host, force bool) (map[string]placement.ComputeCapacity, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	same := len(all) == len(c.hosts) && (len(all) == 0 || &all[0] == &c.hosts[0])
+	if c.caps != nil && same && !force && now.Sub(c.at) < capTTL {
+		return c.caps, nil
+	}
+	uuids := make([]string, 0, len(all))
+	for i := range all {
+		if u := all[i].ComputeProviderUUID; u != "" {
+			uuids = append(uuids, u)
 		}
 	}
 	caps, err := placement.ComputeCapacitiesTx(tx.WithContext(ctx), uuids)
 	if err != nil {
 		return nil, err
 	}
-	byHost := map[string][]*booking{}
-	for i := range bs {
-		byHost[bs[i].Host] = append(byHost[bs[i].Host], &bs[i])
-	}
-	for _, id := range ids {
-		h := byID[id]
-		if h == nil {
-			continue // a held host no longer listed: nothing new on it
-		}
-		if busy[id] && held[id] == 0 {
-			lost = append(lost, id)
-			continue
-		}
-		capa := capacityOf(h, caps)
-		top, _ := usage(byHost[id], lo, hi, capa)
-		free := capa.Sub(top, 1)
-		if free.Fits(ps.size) < dec.Slots[id] {
-			lost = append(lost, id)
-		}
-	}
-	return lost, nil
+	c.hosts, c.at, c.caps = all, now, caps
+	return caps, nil
 }

@@ -102,6 +102,7 @@ type Plugin struct {
 
 	mu    sync.Mutex
 	hosts []hosts.Host // last Refresh
+	caps  capCache
 }
 
 // New returns the plugin.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -51,8 +52,8 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 // and one computehost_allocations row per host.
 func insertAllocs(tx *plugins.Tx, resID string, dec allocator.SlotDecision, win allocator.Interval) error {
 	for _, h := range dec.Order {
-		if _, err := tx.ExecSQL(`INSERT INTO instance_allocations (id, reservation_id, compute_host_id, slots, start_date, end_date, created_at) VALUES (?,?,?,?,?,?,?)`,
-			uuid.NewString(), resID, h, dec.Slots[h], win.Start, win.End, tx.Now); err != nil {
+		if _, err := tx.ExecSQL(`INSERT INTO instance_allocations (id, reservation_id, compute_host_id, slots, start_date, end_date, span_s, created_at) VALUES (?,?,?,?,?,?,?,?)`,
+			uuid.NewString(), resID, h, dec.Slots[h], win.Start, win.End, span(win), tx.Now); err != nil {
 			return err
 		}
 		if _, err := tx.ExecSQL(`INSERT INTO computehost_allocations (id, reservation_id, compute_host_id, start_date, end_date, created_at) VALUES (?,?,?,?,?,?)`,
@@ -61,6 +62,12 @@ func insertAllocs(tx *plugins.Tx, resID string, dec allocator.SlotDecision, win 
 		}
 	}
 	return nil
+}
+
+// span is a window's length in whole seconds, rounded up.
+func span(win allocator.Interval) int64 {
+	d := win.End.Sub(win.Start)
+	return int64((d + time.Second - 1) / time.Second)
 }
 
 // deleteAllocs removes a reservation's allocations from both tables.
