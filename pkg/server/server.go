@@ -148,19 +148,25 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	s.Hosts = hosts.New(d, drv)
 	// Private flavors of instance reservations, when the driver makes them.
 	flavors, _ := any(drv).(instance.FlavorDriver)
-	reg, err := plugins.NewRegistry(
+	inst := instance.New(s.Hosts, instance.Config{
+		Cleaning:   time.Duration(bc.HostCleaningMinutes()) * time.Minute,
+		CheckHosts: hosts.ReservableTx,
+		Flavors:    flavors != nil,
+	})
+	types := []plugins.Plugin{
 		hostplugin.New(s.Hosts, d.DB, hostplugin.Config{
 			Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
 			DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
 			CheckHosts:       hosts.ReservableTx,
 		}, nil),
 		floatingip.New(s.Hosts),
-		instance.New(s.Hosts, instance.Config{
-			Cleaning:   time.Duration(bc.HostCleaningMinutes()) * time.Minute,
-			CheckHosts: hosts.ReservableTx,
-			Flavors:    flavors != nil,
-		}),
-	)
+		inst,
+	}
+	// flavor:instance needs the compute service's flavors.
+	if lookup, ok := any(drv).(instance.FlavorLookup); ok {
+		types = append(types, instance.NewFlavor(inst, lookup))
+	}
+	reg, err := plugins.NewRegistry(types...)
 	if err != nil {
 		return nil, err
 	}

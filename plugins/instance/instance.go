@@ -158,10 +158,19 @@ type params struct {
 type request struct {
 	params
 	resID string
+	// source is the JSON of the flavor a flavor:instance reservation
+	// copies (shown as its resource_properties, as upstream does).
+	source string
 }
 
 // Fields implements plugins.Request.
-func (r *request) Fields() map[string]any { return fields(r.params, r.resID, nil, nil) }
+func (r *request) Fields() map[string]any {
+	m := fields(r.params, r.resID, nil, nil)
+	if r.source != "" {
+		m["resource_properties"] = r.source
+	}
+	return m
+}
 
 // fields are the plugin fields the API shows.
 func fields(ps params, resID string, serverGroup *string, aggregate *int64) map[string]any {
@@ -373,7 +382,11 @@ func (p *Plugin) Describe(ctx context.Context, g *gorm.DB, res []*models.Reserva
 	out := make(map[string]map[string]any, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		out[r.ReservationID] = fields(r.params(), r.FlavorID, r.ServerGroupID, r.AggregateID)
+		m := fields(r.params(), r.FlavorID, r.ServerGroupID, r.AggregateID)
+		if r.SourceFlavor != "" {
+			m["resource_properties"] = r.SourceFlavor
+		}
+		out[r.ReservationID] = m
 	}
 	return out, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 	"github.com/leasehold/leasehold/pkg/errs"
+	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/plugins"
 	hostplugin "github.com/leasehold/leasehold/plugins/host"
@@ -38,6 +39,21 @@ type env struct {
 }
 
 func newEnv(t testing.TB, d *db.DB, nHosts int, host func(i int) map[string]any) *env {
+	return newEnvWith(t, d, nHosts, host, instance.Config{})
+}
+
+// flavors is a fake flavor lookup: f1 only.
+type flavors struct{}
+
+func (flavors) GetFlavor(_ context.Context, id, _ string) (instance.Flavor, error) {
+	if id != "f1" {
+		return instance.Flavor{}, errs.NotFoundf("Flavor %s could not be found.", id)
+	}
+	return instance.Flavor{ID: "f1", Name: "m1.small", VCPUs: 2, RAM: 4096, Disk: 10, Ephemeral: 5,
+		ExtraSpecs: map[string]string{"hw:cpu_policy": "shared"}}, nil
+}
+
+func newEnvWith(t testing.TB, d *db.DB, nHosts int, host func(i int) map[string]any, cfg instance.Config) *env {
 	t.Helper()
 	clock := leasestest.NewClock(t0)
 	hs := hosts.New(d, standalone.New(nil))
@@ -54,9 +70,11 @@ func newEnv(t testing.TB, d *db.DB, nHosts int, host func(i int) map[string]any)
 			t.Fatalf("host %d: %v", i, err)
 		}
 	}
+	cfg.CheckHosts = hosts.ReservableTx
+	inst := instance.New(hs, cfg)
 	reg, err := plugins.NewRegistry(
 		hostplugin.New(hs, d.DB, hostplugin.Config{CheckHosts: hosts.ReservableTx}, clock.Now),
-		instance.New(hs, instance.Config{CheckHosts: hosts.ReservableTx}),
+		inst, instance.NewFlavor(inst, flavors{}),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -353,4 +371,100 @@ func candidates(t *testing.T, ps *placement.Service, class string) []string {
 		t.Fatal(err)
 	}
 	return names
+}
+
+func TestFlavorInstance(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newEnv(t, d, 2, nil)
+		ctx := context.Background()
+		res := map[string]any{"resource_type": instance.FlavorResourceType, "flavor_id": "f1", "amount": 3, "affinity": "None"}
+		v := e.mustCreate(t, "f", "2030-01-02 00:00", "2030-01-03 00:00", res)
+		r := v.Reservations[0]
+		id := r["id"].(string)
+		if r["vcpus"] != int64(2) || r["memory_mb"] != int64(4096) || r["disk_gb"] != int64(15) || r["flavor_id"] != id || r["affinity"] != nil ||
+			!strings.Contains(fmt.Sprint(r["resource_properties"]), `"name":"m1.small"`) || !strings.Contains(fmt.Sprint(r["resource_properties"]), "hw:cpu_policy") {
+			t.Errorf("flavor:instance reservation %v", r)
+		}
+		got, _ := e.svc.Get(ctx, owner, v.ID)
+		if g := got.Reservations[0]; g["resource_properties"] != r["resource_properties"] || g["disk_gb"] != int64(15) {
+			t.Errorf("show: %v", g)
+		}
+		if sum(e.slots(t, id)) != 3 {
+			t.Errorf("slots %v", e.slots(t, id))
+		}
+		// Lifted: affinity and amount updates work; the size cannot change.
+		if _, err := e.svc.Update(ctx, owner, v.ID, leasestest.Update(map[string]any{"id": id, "amount": 4, "affinity": "True"})); err != nil {
+			t.Errorf("amount/affinity update: %v", err)
+		}
+		if s := e.slots(t, id); sum(s) != 4 || len(s) != 1 {
+			t.Errorf("after update: %v", s)
+		}
+		if _, err := e.svc.Update(ctx, owner, v.ID, leasestest.Update(map[string]any{"id": id, "vcpus": 1})); kindOf(err) != errs.Conflict {
+			t.Errorf("vcpus update: %v", err)
+		}
+		res["flavor_id"] = "nope"
+		if _, err := e.create(t, "g", "2030-01-02 00:00", "2030-01-03 00:00", res); kindOf(err) != errs.NotFound {
+			t.Errorf("unknown flavor: %v", err)
+		}
+		delete(res, "flavor_id")
+		if _, err := e.create(t, "g", "2030-01-02 00:00", "2030-01-03 00:00", res); kindOf(err) != errs.BadRequest || !strings.Contains(err.Error(), "Missing parameter flavor_id") {
+			t.Errorf("no flavor: %v", err)
+		}
+	})
+}
+
+// flavorCalls records the flavor driver calls.
+type flavorCalls struct{ calls []string }
+
+func (f *flavorCalls) CreateReservationFlavor(_ context.Context, s instance.FlavorSpec) error {
+	keys := make([]string, 0, len(s.ExtraSpecs))
+	for k, v := range s.ExtraSpecs {
+		keys = append(keys, k+"="+v)
+	}
+	f.calls = append(f.calls, fmt.Sprintf("create %s %s %d/%d/%d %v", s.ID, s.Name, s.VCPUs, s.MemoryMB, s.DiskGB, sorted(keys)))
+	return nil
+}
+
+func (f *flavorCalls) AddFlavorAccess(_ context.Context, flavor, project string) error {
+	f.calls = append(f.calls, "access "+flavor+" "+project)
+	return nil
+}
+
+func (f *flavorCalls) DeleteReservationFlavor(_ context.Context, flavor string) error {
+	f.calls = append(f.calls, "delete "+flavor)
+	return nil
+}
+
+// TestFlavorActions: with a flavor driver, the private flavor is created
+// with the reservation, the project gets it at start, and it is deleted
+// at the end, through the outbox.
+func TestFlavorActions(t *testing.T) {
+	d := dbtest.Open(t)
+	e := newEnvWith(t, d, 1, nil, instance.Config{Flavors: true})
+	rec := &flavorCalls{}
+	w := outbox.NewWorker(d, instance.OutboxHandlers(rec), outbox.Config{}, e.clock.Now)
+	ctx := context.Background()
+	v := e.mustCreate(t, "l", "2030-01-01 11:00", "2030-01-01 12:00", instanceRes(1, 2, 2048, 20, nil))
+	id := v.Reservations[0]["id"].(string)
+	for _, at := range []time.Time{t0.Add(time.Hour + time.Second), t0.Add(2*time.Hour + time.Second)} {
+		if _, err := w.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Set(at)
+		if _, err := e.events.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.RunDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	class := placement.ReservationClass(id)
+	want := []string{
+		fmt.Sprintf("create %s reservation:%s 2/2048/20 [aggregate_instance_extra_specs:reservation=%s resources:%s=1]", id, id, id, class),
+		"access " + id + " p1",
+		"delete " + id,
+	}
+	if diff := cmp.Diff(want, rec.calls); diff != "" {
+		t.Errorf("flavor calls (-want +got):\n%s", diff)
+	}
 }

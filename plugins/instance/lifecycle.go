@@ -31,8 +31,8 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 	ps := req.params
 	if _, err := tx.ExecSQL(`INSERT INTO instance_reservations
 		(id, reservation_id, vcpus, memory_mb, disk_gb, amount, affinity, resource_properties, flavor_id, server_group_id, aggregate_id, source_flavor, created_at, updated_at)
-		VALUES (?,?,?,?,?,?,?,?,?,NULL,NULL,'',?,NULL)`,
-		id, res.ID, ps.size.VCPUs, ps.size.MemoryMB, ps.size.DiskGB, ps.amount, ps.affinity, ps.resourceProperties, res.ID, tx.Now); err != nil {
+		VALUES (?,?,?,?,?,?,?,?,?,NULL,NULL,?,?,NULL)`,
+		id, res.ID, ps.size.VCPUs, ps.size.MemoryMB, ps.size.DiskGB, ps.amount, ps.affinity, ps.resourceProperties, res.ID, req.source, tx.Now); err != nil {
 		return "", err
 	}
 	if err := insertAllocs(tx, res.ID, dec, win); err != nil {
@@ -41,7 +41,7 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 	if err := placement.EnsureClassTx(tx.WithContext(ctx), placement.ReservationClass(res.ID)); err != nil {
 		return "", err
 	}
-	if err := p.enqueueFlavor(tx, lease, res.ID, ps); err != nil {
+	if err := p.enqueueFlavor(tx, lease, res.ID, ps, req.source); err != nil {
 		return "", err
 	}
 	req.resID = res.ID

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/placement"
@@ -47,14 +48,21 @@ type flavorAction struct {
 // id = reservation id, name reservation:<id>, the slot size, and the
 // extra specs that send its servers to the reserved hosts (upstream's
 // aggregate spec for AggregateInstanceExtraSpecsFilter and the class).
-func spec(resID string, ps params) *FlavorSpec {
+func spec(resID string, ps params, source string) *FlavorSpec {
+	extra := map[string]string{}
+	if source != "" {
+		// flavor:instance: the source flavor's extra specs come along.
+		var fl Flavor
+		if json.Unmarshal([]byte(source), &fl) == nil {
+			maps.Copy(extra, fl.ExtraSpecs)
+		}
+	}
+	extra["resources:"+placement.ReservationClass(resID)] = "1"
+	extra["aggregate_instance_extra_specs:reservation"] = resID
 	return &FlavorSpec{
 		ID: resID, Name: "reservation:" + resID,
 		VCPUs: ps.size.VCPUs, MemoryMB: ps.size.MemoryMB, DiskGB: ps.size.DiskGB,
-		ExtraSpecs: map[string]string{
-			"resources:" + placement.ReservationClass(resID): "1",
-			"aggregate_instance_extra_specs:reservation":     resID,
-		},
+		ExtraSpecs: extra,
 	}
 }
 
@@ -65,8 +73,8 @@ func (p *Plugin) enqueue(tx *plugins.Tx, lease plugins.Lease, kind string, a fla
 	return tx.Enqueue(outbox.Action{Kind: kind, Key: "flavor:" + a.ReservationID, LeaseID: lease.ID, Payload: a})
 }
 
-func (p *Plugin) enqueueFlavor(tx *plugins.Tx, lease plugins.Lease, resID string, ps params) error {
-	return p.enqueue(tx, lease, KindCreateFlavor, flavorAction{ReservationID: resID, Spec: spec(resID, ps)})
+func (p *Plugin) enqueueFlavor(tx *plugins.Tx, lease plugins.Lease, resID string, ps params, source string) error {
+	return p.enqueue(tx, lease, KindCreateFlavor, flavorAction{ReservationID: resID, Spec: spec(resID, ps, source)})
 }
 
 // enqueueFlavorResize replaces a pending reservation's flavor (Nova
@@ -75,7 +83,7 @@ func (p *Plugin) enqueueFlavorResize(tx *plugins.Tx, lease plugins.Lease, resID 
 	if err := p.enqueue(tx, lease, KindDeleteFlavor, flavorAction{ReservationID: resID}); err != nil {
 		return err
 	}
-	return p.enqueueFlavor(tx, lease, resID, ps)
+	return p.enqueueFlavor(tx, lease, resID, ps, "")
 }
 
 func (p *Plugin) enqueueAccess(tx *plugins.Tx, lease plugins.Lease, resID string) error {
