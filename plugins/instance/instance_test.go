@@ -468,3 +468,34 @@ func TestFlavorActions(t *testing.T) {
 		t.Errorf("flavor calls (-want +got):\n%s", diff)
 	}
 }
+
+// TestNonReservableHost: a host made non-reservable keeps its instance
+// slots and takes no new ones, and a host holding slots cannot be
+// deleted.
+func TestNonReservableHost(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newEnv(t, d, 2, nil)
+		ctx := context.Background()
+		v := e.mustCreate(t, "a", "2030-01-02 00:00", "2030-01-03 00:00", instanceRes(1, 1, 1024, 0, "False"))
+		id := v.Reservations[0]["id"].(string)
+		held := e.slots(t, id)
+		var onHost string
+		for h := range held {
+			onHost = h
+		}
+		hostID := map[string]string{"compute-1": "1", "compute-2": "2"}[onHost]
+		if err := e.hosts.Delete(ctx, hostID); kindOf(err) != errs.Conflict {
+			t.Errorf("delete of a host with slots: %v", err)
+		}
+		if _, err := e.hosts.Update(ctx, hostID, map[string]any{"reservable": "false"}); err != nil {
+			t.Fatal(err)
+		}
+		if !cmp.Equal(e.slots(t, id), held) {
+			t.Errorf("slots after the host was made non-reservable: %v, want %v", e.slots(t, id), held)
+		}
+		w := e.mustCreate(t, "b", "2030-01-02 00:00", "2030-01-03 00:00", instanceRes(2, 1, 1024, 0, nil))
+		if s := e.slots(t, w.Reservations[0]["id"].(string)); s[onHost] != 0 || sum(s) != 2 {
+			t.Errorf("new slots %v on non-reservable %s", s, onHost)
+		}
+	})
+}
