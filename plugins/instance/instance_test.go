@@ -499,3 +499,24 @@ func TestNonReservableHost(t *testing.T) {
 		}
 	})
 }
+
+// TestResourceProperties: both query languages pick the matching hosts.
+func TestResourceProperties(t *testing.T) {
+	d := dbtest.Open(t)
+	e := newEnv(t, d, 3, func(i int) map[string]any { return map[string]any{"rack": fmt.Sprint("r", i%2)} })
+	for _, q := range []string{`["==", "$rack", "r1"]`, `{"rack": "r1"}`} {
+		res := instanceRes(4, 4, 1024, 0, nil)
+		res["resource_properties"] = q
+		v := e.mustCreate(t, "p", "2030-01-02 00:00", "2030-01-03 00:00", res)
+		s := e.slots(t, v.Reservations[0]["id"].(string))
+		if s["compute-2"] != 0 || sum(s) != 4 || v.Reservations[0]["resource_properties"] != q {
+			t.Errorf("%s: slots %v (%v)", q, s, v.Reservations[0]["resource_properties"])
+		}
+		if _, err := e.create(t, "p", "2030-01-02 00:00", "2030-01-03 00:00", res); kindOf(err) != errs.NotEnoughResources || !strings.Contains(err.Error(), "on 2 matching hosts") {
+			t.Errorf("%s: a second lease beyond the matching hosts: %v", q, err)
+		}
+		if err := e.svc.Delete(context.Background(), owner, v.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
