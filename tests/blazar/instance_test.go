@@ -1,12 +1,15 @@
 package blazar_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 )
@@ -269,5 +272,57 @@ func instancePlacement(t *testing.T, srv *Server) {
 	srv.MustRun(t, "blazar", "lease-delete", "now-inst")
 	if code := placementGet(t, srv, "/resource_classes/"+class, nil); code != 404 {
 		t.Errorf("class after delete: %d", code)
+	}
+}
+
+// TestInstanceConcurrentReplicas: concurrent instance lease creates on
+// two replicas sharing one database never book more slots than the
+// hosts hold, and fill them up.
+func TestInstanceConcurrentReplicas(t *testing.T) {
+	for _, d := range dbtest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			p := startPair(t, d)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			for i := range 4 {
+				code, b, err := p.do(ctx, "POST", p.servers[i%2].URL+"/v1/os-hosts",
+					fmt.Sprintf(`{"name": "ic-%d", "vcpus": "8", "memory_mb": "16384", "local_gb": "100"}`, i))
+				if err != nil || code != http.StatusCreated {
+					t.Fatalf("host ic-%d: %d %v %s", i, code, err, b)
+				}
+			}
+			// 4 hosts × 4 slots of 2 VCPU; 40 leases of 1–3 slots.
+			const clients, leases, capacity = 8, 40, 16
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			booked := 0
+			var failures []string
+			for c := range clients {
+				wg.Go(func() {
+					base := p.servers[c%2].URL
+					for i := c; i < leases; i += clients {
+						amount := 1 + i%3
+						body := fmt.Sprintf(`{"name": "ic-%d", "start_date": "2030-03-01 12:00", "end_date": "2030-03-02 12:00", "reservations": [{"resource_type": "virtual:instance", "amount": %d, "vcpus": 2, "memory_mb": 1024, "disk_gb": 1, "affinity": null, "resource_properties": ""}], "events": []}`, i, amount)
+						code, b, err := p.do(ctx, "POST", base+"/v1/leases", body)
+						mu.Lock()
+						switch {
+						case err == nil && code == http.StatusCreated:
+							booked += amount
+						case err == nil && code == http.StatusConflict && strings.Contains(string(b), "Not enough hosts available"):
+						default:
+							failures = append(failures, fmt.Sprintf("lease %d: %d %v %s", i, code, err, b))
+						}
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			for _, f := range failures {
+				t.Error(f)
+			}
+			if booked > capacity || booked < capacity-2 {
+				t.Errorf("%d slots booked on hosts holding %d", booked, capacity)
+			}
+		})
 	}
 }
