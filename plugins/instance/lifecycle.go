@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/allocator"
+	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/plugins"
 )
@@ -38,7 +39,7 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 	if err := insertAllocs(tx, res.ID, dec, win); err != nil {
 		return "", err
 	}
-	if err := placement.EnsureClassTx(tx.WithContext(ctx), placement.ReservationClass(res.ID)); err != nil {
+	if err := ensureClass(ctx, tx, res.ID); err != nil {
 		return "", err
 	}
 	if err := p.enqueueFlavor(tx, lease, res.ID, ps, req.source); err != nil {
@@ -46,6 +47,18 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 	}
 	req.resID = res.ID
 	return id, nil
+}
+
+// ensureClass creates the reservation's Placement class unless it
+// exists. Custom class ids are the next free number: a concurrent
+// transaction creating another class may take it first, and the write
+// then runs again.
+func ensureClass(ctx context.Context, tx *plugins.Tx, resID string) error {
+	err := placement.EnsureClassTx(tx.WithContext(ctx), placement.ReservationClass(resID))
+	if err != nil && db.IsDuplicate(err) {
+		return fmt.Errorf("%w: %w", plugins.ErrRetry, err)
+	}
+	return err
 }
 
 // insertAllocs books dec's slots over win: one instance_allocations row
@@ -195,7 +208,7 @@ func (p *Plugin) setInventories(ctx context.Context, tx *plugins.Tx, resID strin
 		return err
 	}
 	class := placement.ReservationClass(resID)
-	if err := placement.EnsureClassTx(tx.WithContext(ctx), class); err != nil {
+	if err := ensureClass(ctx, tx, resID); err != nil {
 		return err
 	}
 	for _, h := range sortedKeys(ids) {

@@ -301,8 +301,10 @@ func TestInstanceConcurrentReplicas(t *testing.T) {
 				wg.Go(func() {
 					base := p.servers[c%2].URL
 					for i := c; i < leases; i += clients {
-						amount := 1 + i%3
-						body := fmt.Sprintf(`{"name": "ic-%d", "start_date": "2030-03-01 12:00", "end_date": "2030-03-02 12:00", "reservations": [{"resource_type": "virtual:instance", "amount": %d, "vcpus": 2, "memory_mb": 1024, "disk_gb": 1, "affinity": null, "resource_properties": ""}], "events": []}`, i, amount)
+						// Odd leases on one host each: creates on disjoint
+						// hosts run side by side (and race for class ids).
+						amount, affinity := 1+i%3, []string{"null", "true"}[i%2]
+						body := fmt.Sprintf(`{"name": "ic-%d", "start_date": "2030-03-01 12:00", "end_date": "2030-03-02 12:00", "reservations": [{"resource_type": "virtual:instance", "amount": %d, "vcpus": 2, "memory_mb": 1024, "disk_gb": 1, "affinity": %s, "resource_properties": ""}], "events": []}`, i, amount, affinity)
 						code, b, err := p.do(ctx, "POST", base+"/v1/leases", body)
 						mu.Lock()
 						switch {
@@ -320,7 +322,8 @@ func TestInstanceConcurrentReplicas(t *testing.T) {
 			for _, f := range failures {
 				t.Error(f)
 			}
-			if booked > capacity || booked < capacity-2 {
+			// Affinity may leave a slot or so free on a host.
+			if booked > capacity || booked < capacity-4 {
 				t.Errorf("%d slots booked on hosts holding %d", booked, capacity)
 			}
 		})
