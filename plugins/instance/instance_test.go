@@ -520,3 +520,40 @@ func TestResourceProperties(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateDates: moving a pending lease places its slots again over the
+// new window; an active one keeps its slots and may grow only while its
+// hosts still hold them; a pure shortening keeps everything.
+func TestUpdateDates(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newEnv(t, d, 1, nil)
+		ctx := context.Background()
+		a := e.mustCreate(t, "a", "2030-01-01 11:00", "2030-01-01 13:00", instanceRes(2, 4, 1024, 0, nil))
+		b := e.mustCreate(t, "b", "2030-01-01 14:00", "2030-01-01 16:00", instanceRes(2, 4, 1024, 0, nil))
+		// b cannot move onto a's window while a holds the host...
+		if _, err := e.svc.Update(ctx, owner, b.ID, leases.UpdateRequest{StartDate: leasestest.Str("2030-01-01 12:00")}); kindOf(err) != errs.NotEnoughResources {
+			t.Errorf("pending move onto a full host: %v", err)
+		}
+		e.clock.Set(time.Date(2030, 1, 1, 11, 0, 1, 0, time.UTC))
+		if _, err := e.events.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// ...and active a cannot grow into b's.
+		_, err := e.svc.Update(ctx, owner, a.ID, leases.UpdateRequest{EndDate: leasestest.Str("2030-01-01 15:00")})
+		if kindOf(err) != errs.NotEnoughResources || !strings.Contains(err.Error(), "no longer fit") {
+			t.Errorf("active extension into another lease: %v", err)
+		}
+		if _, err := e.svc.Update(ctx, owner, a.ID, leases.UpdateRequest{EndDate: leasestest.Str("2030-01-01 14:00")}); err != nil {
+			t.Errorf("active extension up to the next lease: %v", err)
+		}
+		if _, err := e.svc.Update(ctx, owner, a.ID, leases.UpdateRequest{EndDate: leasestest.Str("2030-01-01 12:30")}); err != nil {
+			t.Errorf("shortening: %v", err)
+		}
+		if _, err := e.svc.Update(ctx, owner, b.ID, leases.UpdateRequest{StartDate: leasestest.Str("2030-01-01 12:30")}); err != nil {
+			t.Errorf("pending move next to the shortened lease: %v", err)
+		}
+		if s := e.slots(t, b.Reservations[0]["id"].(string)); sum(s) != 2 {
+			t.Errorf("b after the move: %v", s)
+		}
+	})
+}
