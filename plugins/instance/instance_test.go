@@ -557,3 +557,33 @@ func TestUpdateDates(t *testing.T) {
 		}
 	})
 }
+
+// TestListingMatchesShow: the lease listing (DescribeListed) shows each
+// instance reservation as show (Describe) does.
+func TestListingMatchesShow(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newEnv(t, d, 2, nil)
+		ctx := context.Background()
+		e.mustCreate(t, "a", "2030-01-02 00:00", "2030-01-03 00:00", instanceRes(2, 1, 1024, 10, "True"))
+		e.mustCreate(t, "b", "2030-01-02 00:00", "2030-01-03 00:00", instanceRes(1, 1, 1024, 10, nil),
+			map[string]any{"resource_type": instance.FlavorResourceType, "flavor_id": "f1", "amount": 1, "affinity": nil})
+		for _, c := range []leases.Caller{owner, {Admin: true}} {
+			ls, err := e.svc.List(ctx, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ls) != 2 {
+				t.Fatalf("%d leases listed", len(ls))
+			}
+			for _, l := range ls {
+				got, err := e.svc.Get(ctx, owner, l.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(got.Reservations, l.Reservations); diff != "" {
+					t.Errorf("lease %s: listing vs show (-show +list):\n%s", l.Name, diff)
+				}
+			}
+		}
+	})
+}
