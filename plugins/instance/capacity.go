@@ -162,10 +162,18 @@ func (p *Plugin) domainOf(h *hosts.Host) string {
 	var parts []string
 	for _, k := range p.cfg.DomainKeys {
 		if v, ok := h.Lookup(k); ok && v != "" {
-			parts = append(parts, k+"="+v)
+			parts = append(parts, k+":"+v)
 		}
 	}
-	return strings.Join(parts, ",")
+	if p.cfg.Rules != nil && len(p.cfg.Rules.LocationPrefixes) > 0 {
+		tags := make([]string, 0, len(h.ExtraCapabilities))
+		for k, v := range h.ExtraCapabilities {
+			tags = append(tags, k+":"+v)
+		}
+		parts = append(parts, p.cfg.Rules.LocationTags(tags)...)
+	}
+	slices.Sort(parts)
+	return strings.Join(slices.Compact(parts), ",")
 }
 
 // choose picks the slots of a reservation with parameters ps over win,

@@ -84,6 +84,10 @@ type Config struct {
 	// DomainKeys name the host fields or extra capabilities whose values
 	// are failure domains (anti-affinity spreads over them first).
 	DomainKeys []string
+	// Rules are the cluster tag rules: a location prefix x
+	// (htools:nlocation:x) makes a host's extra capability x a failure
+	// domain (a host's tags are its capabilities as "key:value").
+	Rules *allocator.TagRules
 	// CheckHosts tells, inside the transaction, which of the chosen hosts
 	// still exist and are reservable (hosts.ReservableTx): a host made
 	// non-reservable keeps its reservations and takes no new ones.

@@ -6,18 +6,14 @@ import (
 	"errors"
 	"maps"
 
+	"github.com/leasehold/leasehold/pkg/compute"
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/plugins"
 )
 
-// FlavorSpec is a private flavor to create (the fields of the compute
-// driver's flavor spec this plugin uses).
-type FlavorSpec struct {
-	ID, Name                string
-	VCPUs, MemoryMB, DiskGB int64
-	ExtraSpecs              map[string]string
-}
+// FlavorSpec is a private flavor to create.
+type FlavorSpec = compute.FlavorSpec
 
 // FlavorDriver is what this plugin needs of a compute driver: a private
 // flavor per reservation, access for the lease's project, deletion. Each
