@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/blazar/events"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
@@ -586,4 +587,18 @@ func TestListingMatchesShow(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestFailureDomains: with a location prefix in the cluster tags,
+// anti-affinity spreads over the hosts' racks first.
+func TestFailureDomains(t *testing.T) {
+	d := dbtest.Open(t)
+	rules := allocator.ParseClusterTags([]string{allocator.TagLocationPrefix + "rack"})
+	racks := map[int]string{1: "r1", 2: "r1", 3: "r2"}
+	e := newEnvWith(t, d, 3, func(i int) map[string]any { return map[string]any{"rack": racks[i]} }, instance.Config{Rules: &rules})
+	v := e.mustCreate(t, "a", "2030-01-02 00:00", "2030-01-03 00:00", instanceRes(2, 1, 1024, 0, "False"))
+	s := e.slots(t, v.Reservations[0]["id"].(string))
+	if s["compute-3"] != 1 || sum(s) != 2 {
+		t.Errorf("anti-affinity over racks: %v", s)
+	}
 }
