@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/blazar/events"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
+	"github.com/leasehold/leasehold/pkg/blazar/scheduler"
 	"github.com/leasehold/leasehold/pkg/compute/standalone"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
@@ -600,5 +602,43 @@ func TestFailureDomains(t *testing.T) {
 	s := e.slots(t, v.Reservations[0]["id"].(string))
 	if s["compute-3"] != 1 || sum(s) != 2 {
 		t.Errorf("anti-affinity over racks: %v", s)
+	}
+}
+
+// TestSchedulerFilter: Leasehold's Nova filter passes a boot with an
+// active instance reservation's flavor to exactly its hosts, and only for
+// the lease's project.
+func TestSchedulerFilter(t *testing.T) {
+	d := dbtest.Open(t)
+	e := newEnv(t, d, 3, nil)
+	ctx := context.Background()
+	v := e.mustCreate(t, "a", "2030-01-01 11:00", "2030-01-02 00:00", instanceRes(2, 1, 1024, 0, "True"))
+	id := v.Reservations[0]["id"].(string)
+	e.clock.Set(time.Date(2030, 1, 1, 11, 0, 1, 0, time.UTC))
+	if _, err := e.events.RunDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var reserved string
+	for h := range e.slots(t, id) {
+		reserved = h
+	}
+	f := scheduler.New(d, e.hosts, e.clock.Now)
+	for _, tc := range []struct {
+		project string
+		want    []string
+	}{{"p1", []string{reserved}}, {"other", nil}} {
+		req, err := scheduler.ParseRequest(map[string]any{"project_id": tc.project,
+			"flavor": map[string]any{"extra_specs": map[string]any{"resources:" + placement.ReservationClass(id): "1"}},
+			"hosts":  []any{"compute-1", "compute-2", "compute-3"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := f.Filter(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cmp.Equal(res.Hosts, tc.want, cmpopts.EquateEmpty()) {
+			t.Errorf("project %s: hosts %v, want %v (rejected %v)", tc.project, res.Hosts, tc.want, res.Rejected)
+		}
 	}
 }
