@@ -1,11 +1,11 @@
 package placement
 
 import (
+	"database/sql"
+	"slices"
 	"strings"
 
 	"gorm.io/gorm"
-
-	"github.com/leasehold/leasehold/models"
 )
 
 // The Placement side of instance reservations (seed
@@ -83,48 +83,95 @@ func ComputeCapacitiesTx(tx *gorm.DB, uuids []string) (map[string]ComputeCapacit
 // inventory at that use with all of it reserved: the used units stay
 // valid and no new server lands.
 func SetReservationInventoryTx(tx *gorm.DB, providerUUID, class string, total int64) error {
-	p, err := getProvider(tx, providerUUID)
-	if err != nil {
-		return err
+	return SetReservationInventoriesTx(tx, class, map[string]int64{providerUUID: total})
+}
+
+// resInvRow is a provider with its inventory of one class, if any.
+type resInvRow struct {
+	ID, Generation  int64
+	UUID            string
+	Total, Reserved sql.NullInt64
+	MaxUnit         sql.NullInt64
+}
+
+// SetReservationInventoriesTx is SetReservationInventoryTx for several
+// providers (uuid → total) at once, with a fixed number of reads.
+func SetReservationInventoriesTx(tx *gorm.DB, class string, totals map[string]int64) error {
+	if len(totals) == 0 {
+		return nil
 	}
+	uuids := make([]string, 0, len(totals))
+	for u := range totals {
+		uuids = append(uuids, u)
+	}
+	slices.Sort(uuids)
 	ids, err := resourceClassIDs(tx, []string{class})
 	if err != nil {
 		return err
 	}
 	rcID := ids[class]
-	var cur []models.Inventory
-	if err := tx.Where("resource_provider_id = ? AND resource_class_id = ?", p.ID, rcID).Find(&cur).Error; err != nil {
-		return err
+	var rows []resInvRow
+	if err := tx.Raw(`SELECT p.id, p.generation, p.uuid, i.total, i.reserved, i.max_unit FROM resource_providers p
+ LEFT JOIN inventories i ON i.resource_provider_id = p.id AND i.resource_class_id = ? WHERE p.uuid IN ?`, rcID, uuids).Scan(&rows).Error; err != nil {
+		return wrap("reservation inventories", err)
 	}
-	used, err := usedByClass(tx, p.ID, []int64{rcID})
-	if err != nil {
-		return err
+	if len(rows) != len(uuids) {
+		found := map[string]bool{}
+		for _, r := range rows {
+			found[r.UUID] = true
+		}
+		for _, u := range uuids {
+			if !found[u] {
+				return NotFound("No resource provider with uuid %s found", u)
+			}
+		}
 	}
-	inv := Inventory{ResourceClass: class, Total: total, MinUnit: 1, MaxUnit: 1, StepSize: 1, AllocationRatio: 1}
-	if u := used[rcID]; u > total {
-		inv.Total, inv.Reserved = u, u
+	pids := make([]int64, len(rows))
+	for i, r := range rows {
+		pids[i] = r.ID
 	}
+	var usedRows []struct {
+		ResourceProviderID int64
+		Used               int64
+	}
+	if err := tx.Raw(`SELECT resource_provider_id, SUM(used) AS used FROM allocations
+ WHERE resource_class_id = ? AND resource_provider_id IN ? GROUP BY resource_provider_id`, rcID, pids).Scan(&usedRows).Error; err != nil {
+		return wrap("reservation inventory use", err)
+	}
+	used := map[int64]int64{}
+	for _, u := range usedRows {
+		used[u.ResourceProviderID] = u.Used
+	}
+	// One order for every writer: generation bumps never deadlock.
+	slices.SortFunc(rows, func(a, b resInvRow) int { return strings.Compare(a.UUID, b.UUID) })
 	t := now()
-	switch {
-	case len(cur) == 0 && inv.Total == 0:
-		return nil
-	case len(cur) == 0:
-		if err := insertInventory(tx, p.ID, rcID, inv, t); err != nil {
-			return err
+	for _, r := range rows {
+		inv := Inventory{ResourceClass: class, Total: totals[r.UUID], MinUnit: 1, MaxUnit: 1, StepSize: 1, AllocationRatio: 1}
+		if u := used[r.ID]; u > inv.Total {
+			inv.Total, inv.Reserved = u, u
 		}
-	case inv.Total == 0:
-		if err := tx.Exec("DELETE FROM inventories WHERE resource_provider_id = ? AND resource_class_id = ?", p.ID, rcID).Error; err != nil {
-			return err
+		has := r.Total.Valid
+		switch {
+		case !has && inv.Total == 0:
+			continue
+		case !has:
+			if err := insertInventory(tx, r.ID, rcID, inv, t); err != nil {
+				return err
+			}
+		case inv.Total == 0:
+			if err := tx.Exec("DELETE FROM inventories WHERE resource_provider_id = ? AND resource_class_id = ?", r.ID, rcID).Error; err != nil {
+				return err
+			}
+		case r.Total.Int64 == inv.Total && r.Reserved.Int64 == inv.Reserved && r.MaxUnit.Int64 == 1:
+			continue
+		default:
+			if err := updateInventory(tx, r.ID, rcID, inv, t); err != nil {
+				return err
+			}
 		}
-	case cur[0].Total == inv.Total && cur[0].Reserved == inv.Reserved && cur[0].MaxUnit == 1:
-		return nil
-	default:
-		if err := updateInventory(tx, p.ID, rcID, inv, t); err != nil {
-			return err
+		if err := bumpGeneration(tx, r.ID, r.Generation, t); err != nil {
+			return concurrentInventoryUpdate()
 		}
-	}
-	if err := bumpGeneration(tx, p.ID, p.Generation, t); err != nil {
-		return concurrentInventoryUpdate()
 	}
 	return nil
 }

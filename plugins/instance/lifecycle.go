@@ -211,16 +211,13 @@ func (p *Plugin) setInventories(ctx context.Context, tx *plugins.Tx, resID strin
 	if err := ensureClass(ctx, tx, resID); err != nil {
 		return err
 	}
-	for _, h := range sortedKeys(ids) {
-		u := children[h]
-		if u == "" {
-			continue // no child provider (a host registered without one)
-		}
-		if err := placement.SetReservationInventoryTx(tx.WithContext(ctx), u, class, int64(ids[h])); err != nil {
-			return err
+	totals := make(map[string]int64, len(ids))
+	for h, n := range ids {
+		if u := children[h]; u != "" { // else a host registered without one
+			totals[u] = int64(n)
 		}
 	}
-	return nil
+	return placement.SetReservationInventoriesTx(tx.WithContext(ctx), class, totals)
 }
 
 // childProviders maps host ids to their blazar_<hostname> provider uuid.
