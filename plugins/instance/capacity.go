@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -239,10 +240,23 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 		matching = append(matching, h)
 		seen[h.ID] = true
 	}
+	// Held slots on hosts no longer reservable stay there, checked
+	// against the new window like the others, and take nothing more.
+	var unlisted []string
+	for _, id := range sortedKeys(held) {
+		if !seen[id] && held[id] > 0 {
+			unlisted = append(unlisted, id)
+		}
+	}
+	closed, err := hostRows(ctx, tx, unlisted)
+	if err != nil {
+		return allocator.SlotDecision{}, nil, err
+	}
 	var ids []string
 	for _, h := range matching {
 		ids = append(ids, h.ID)
 	}
+	ids = append(ids, unlisted...)
 	// Many hosts: one range scan over the window beats a long IN list.
 	scan := ids
 	if len(ids) > 200 {
@@ -265,7 +279,7 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 			sizes = append(sizes, b.size())
 		}
 	}
-	slotHosts := make([]allocator.SlotHost, 0, len(matching)+len(held))
+	slotHosts := make([]allocator.SlotHost, 0, len(matching)+len(closed))
 	tops := make(map[string]allocator.SlotSize, len(matching))
 	for _, h := range matching {
 		if busy[h.ID] && held[h.ID] == 0 {
@@ -274,19 +288,68 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 		capa := capacityOf(h, caps)
 		top, segs := usage(byHost[h.ID], lo, hi, capa)
 		tops[h.ID] = top
-		slotHosts = append(slotHosts, allocator.SlotHost{ID: h.ID, Domain: p.domainOf(h), Capacity: capa,
-			Free: capa.Sub(top, 1), Profile: segs, Held: held[h.ID]})
+		sh := allocator.SlotHost{ID: h.ID, Domain: p.domainOf(h), Capacity: capa,
+			Free: capa.Sub(top, 1), Profile: segs, Held: held[h.ID]}
+		if busy[h.ID] {
+			// A whole-host booking in the window: held slots do not fit.
+			sh.Free, sh.Profile = allocator.SlotSize{}, nil
+		}
+		slotHosts = append(slotHosts, sh)
 	}
-	// Held slots on hosts no longer reservable (or no longer listed)
-	// stay where they are and take nothing more there.
-	for _, id := range sortedKeys(held) {
-		if !seen[id] && held[id] > 0 {
-			room := allocator.SlotSize{}.Sub(ps.size, -int64(held[id]))
-			slotHosts = append(slotHosts, allocator.SlotHost{ID: id, Free: room, Capacity: room, Held: held[id]})
+	if len(closed) > 0 {
+		var uuids []string
+		for i := range closed {
+			uuids = append(uuids, closed[i].ComputeProviderUUID)
+		}
+		ccaps, err := placement.ComputeCapacitiesTx(tx.WithContext(ctx), uuids)
+		if err != nil {
+			return allocator.SlotDecision{}, nil, err
+		}
+		for i := range closed {
+			h := &closed[i]
+			capa := capacityOf(h, ccaps)
+			top, _ := usage(byHost[h.ID], lo, hi, capa)
+			free := capa.Sub(top, 1)
+			if busy[h.ID] {
+				free = allocator.SlotSize{}
+			}
+			// At most the held slots: nothing new on a closed host.
+			room := allocator.SlotSize{}.Sub(ps.size, -int64(held[h.ID]))
+			free = allocator.SlotSize{VCPUs: min(free.VCPUs, room.VCPUs), MemoryMB: min(free.MemoryMB, room.MemoryMB), DiskGB: min(free.DiskGB, room.DiskGB)}
+			slotHosts = append(slotHosts, allocator.SlotHost{ID: h.ID, Free: free, Capacity: capa, Held: held[h.ID]})
 		}
 	}
 	dec, err := allocator.ChooseSlots(slotHosts, allocator.SlotRequest{Size: ps.size, Amount: ps.amount, Affinity: ps.affinity, Sizes: sizes})
 	return dec, tops, err
+}
+
+// hostRows reads the hosts with ids (API ids) from the database: the
+// fields the capacity needs, for hosts the reservable list lacks.
+func hostRows(ctx context.Context, tx *plugins.Tx, ids []string) ([]hosts.Host, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	nums := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+			nums = append(nums, n)
+		}
+	}
+	var rows []struct {
+		ID                  int64
+		ComputeProviderUUID string
+		VCPUs               int64 `gorm:"column:vcpus"`
+		MemoryMB            int64
+		LocalGB             int64
+	}
+	if err := tx.WithContext(ctx).Raw("SELECT id, compute_provider_uuid, vcpus, memory_mb, local_gb FROM computehosts WHERE id IN ?", nums).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]hosts.Host, len(rows))
+	for i, r := range rows {
+		out[i] = hosts.Host{ID: strconv.FormatInt(r.ID, 10), ComputeProviderUUID: r.ComputeProviderUUID, VCPUs: r.VCPUs, MemoryMB: r.MemoryMB, LocalGB: r.LocalGB}
+	}
+	return out, nil
 }
 
 func sortedKeys(m map[string]int) []string {
@@ -299,12 +362,15 @@ func sortedKeys(m map[string]int) []string {
 }
 
 // lockAndCheck locks the chosen hosts and returns those that can no
-// longer take their slots: deleted or made non-reservable (new slots
-// only), with less capacity than the (cached) capacity the choice used,
-// or, on MySQL, filled by a booking committed since they were read. tops
-// are the peak uses the choice saw.
+// longer take their slots: deleted or made non-reservable (hosts getting
+// new slots), with less capacity than the (cached) capacity the choice
+// used, or, on MySQL, filled by a booking committed since they were read.
+// tops are the peak uses the choice saw.
 func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, lo, hi time.Time, resID string, dec allocator.SlotDecision, held map[string]int, tops map[string]allocator.SlotSize) ([]string, error) {
 	ids := dec.Order
+	if len(ids) == 0 {
+		return nil, nil
+	}
 	if tx.Dialect != db.SQLite {
 		if err := plugins.LockResources(tx, hostLockType, ids); err != nil {
 			return nil, err
@@ -317,10 +383,7 @@ func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, all []hosts.H
 			fresh = append(fresh, id)
 		}
 	}
-	if len(fresh) == 0 {
-		return nil, nil
-	}
-	if p.cfg.CheckHosts != nil {
+	if p.cfg.CheckHosts != nil && len(fresh) > 0 {
 		ok, err := p.cfg.CheckHosts(tx.WithContext(ctx), fresh)
 		if err != nil {
 			return nil, err
@@ -335,27 +398,44 @@ func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, all []hosts.H
 		}
 	}
 	byID := map[string]*hosts.Host{}
-	var uuids []string
 	for i := range all {
-		if slices.Contains(fresh, all[i].ID) {
+		if dec.Slots[all[i].ID] > 0 {
 			byID[all[i].ID] = &all[i]
-			if all[i].ComputeProviderUUID != "" {
-				uuids = append(uuids, all[i].ComputeProviderUUID)
-			}
 		}
 	}
+	var unlisted []string
+	for _, id := range ids {
+		if byID[id] == nil {
+			unlisted = append(unlisted, id)
+		}
+	}
+	closed, err := hostRows(ctx, tx, unlisted)
+	if err != nil {
+		return nil, err
+	}
+	for i := range closed {
+		byID[closed[i].ID] = &closed[i]
+	}
+	var uuids []string
+	for _, h := range byID {
+		if h.ComputeProviderUUID != "" {
+			uuids = append(uuids, h.ComputeProviderUUID)
+		}
+	}
+	slices.Sort(uuids)
 	// The capacities the choice used may be cached: read those of the
-	// hosts getting slots again.
+	// chosen hosts again.
 	caps, err := placement.ComputeCapacitiesTx(tx.WithContext(ctx), uuids)
 	if err != nil {
 		return nil, err
 	}
 	var busy map[string]bool
-	if tx.Dialect != db.SQLite {
-		// Bookings committed by others since the choice read them (the
-		// lock now keeps new ones out). SQLite: the transaction is the
-		// only writer, what it read holds.
-		bs, b, err := loadBookings(ctx, tx, lo, hi, fresh, resID)
+	if tx.Dialect != db.SQLite || len(closed) > 0 {
+		// MySQL: bookings committed by others since the choice read them
+		// (the locks now keep new ones out). SQLite: the transaction is
+		// the only writer and what it read holds, but hosts outside the
+		// reservable list had no peak computed.
+		bs, b, err := loadBookings(ctx, tx, lo, hi, ids, resID)
 		if err != nil {
 			return nil, err
 		}
@@ -365,13 +445,13 @@ func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, all []hosts.H
 			byHost[bs[i].Host] = append(byHost[bs[i].Host], &bs[i])
 		}
 		tops = map[string]allocator.SlotSize{}
-		for _, id := range fresh {
+		for _, id := range ids {
 			if h := byID[id]; h != nil {
 				tops[id], _ = usage(byHost[id], lo, hi, capacityOf(h, caps))
 			}
 		}
 	}
-	for _, id := range fresh {
+	for _, id := range ids {
 		h := byID[id]
 		if h == nil || busy[id] {
 			lost = append(lost, id)

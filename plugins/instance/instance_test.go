@@ -642,3 +642,46 @@ func TestSchedulerFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestClosedHostExtension: an active reservation on a host since made
+// non-reservable may grow its window while the host still holds its
+// slots, not into a time the host is full, and gets no new slots there.
+func TestClosedHostExtension(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newEnv(t, d, 2, nil)
+		ctx := context.Background()
+		a := e.mustCreate(t, "a", "2030-01-01 11:00", "2030-01-01 13:00", instanceRes(2, 4, 1024, 0, "True"))
+		aid := a.Reservations[0]["id"].(string)
+		var host string
+		for h := range e.slots(t, aid) {
+			host = h
+		}
+		hostID := strings.TrimPrefix(host, "compute-")
+		// b fills the same host later.
+		bres := instanceRes(2, 4, 1024, 0, "True")
+		bres["resource_properties"] = `["==", "$hypervisor_hostname", "` + host + `"]`
+		b := e.mustCreate(t, "b", "2030-01-01 14:00", "2030-01-01 16:00", bres)
+		if s := e.slots(t, b.Reservations[0]["id"].(string)); s[host] != 2 {
+			t.Fatalf("b on %v, want %s", s, host)
+		}
+		e.clock.Set(time.Date(2030, 1, 1, 11, 0, 1, 0, time.UTC))
+		if _, err := e.events.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.hosts.Update(ctx, hostID, map[string]any{"reservable": "false"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Update(ctx, owner, a.ID, leases.UpdateRequest{EndDate: leasestest.Str("2030-01-01 15:00")}); kindOf(err) != errs.NotEnoughResources {
+			t.Errorf("extension into a full closed host: %v", err)
+		}
+		if _, err := e.svc.Update(ctx, owner, a.ID, leases.UpdateRequest{EndDate: leasestest.Str("2030-01-01 14:00")}); err != nil {
+			t.Errorf("extension on a closed host with room: %v", err)
+		}
+		if _, err := e.svc.Update(ctx, owner, a.ID, leasestest.Update(map[string]any{"id": aid, "amount": 3})); kindOf(err) != errs.NotEnoughResources {
+			t.Errorf("a new slot on a closed host (affinity): %v", err)
+		}
+		if s := e.slots(t, aid); s[host] != 2 || len(s) != 1 {
+			t.Errorf("a's slots %v", s)
+		}
+	})
+}
