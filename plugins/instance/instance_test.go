@@ -685,3 +685,20 @@ func TestClosedHostExtension(t *testing.T) {
 		}
 	})
 }
+
+// TestCapabilityInUse: a capability an instance reservation's
+// resource_properties names cannot change on a host holding its slots.
+func TestCapabilityInUse(t *testing.T) {
+	d := dbtest.Open(t)
+	e := newEnv(t, d, 1, func(int) map[string]any { return map[string]any{"rack": "r1", "gpu": "no"} })
+	res := instanceRes(1, 1, 1024, 0, nil)
+	res["resource_properties"] = `["==", "$rack", "r1"]`
+	e.mustCreate(t, "a", "2030-01-02 00:00", "2030-01-03 00:00", res)
+	ctx := context.Background()
+	if _, err := e.hosts.Update(ctx, "1", map[string]any{"rack": "r2"}); kindOf(err) != errs.Conflict {
+		t.Errorf("changing a capability in use: %v", err)
+	}
+	if _, err := e.hosts.Update(ctx, "1", map[string]any{"gpu": "yes"}); err != nil {
+		t.Errorf("changing another capability: %v", err)
+	}
+}
