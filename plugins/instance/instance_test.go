@@ -449,6 +449,10 @@ func TestFlavorActions(t *testing.T) {
 	ctx := context.Background()
 	v := e.mustCreate(t, "l", "2030-01-01 11:00", "2030-01-01 12:00", instanceRes(1, 2, 2048, 20, nil))
 	id := v.Reservations[0]["id"].(string)
+	// A pending size change replaces the flavor (Nova's are immutable).
+	if _, err := e.svc.Update(ctx, owner, v.ID, leasestest.Update(map[string]any{"id": id, "vcpus": 4})); err != nil {
+		t.Fatal(err)
+	}
 	for _, at := range []time.Time{t0.Add(time.Hour + time.Second), t0.Add(2*time.Hour + time.Second)} {
 		if _, err := w.RunDue(ctx); err != nil {
 			t.Fatal(err)
@@ -464,6 +468,8 @@ func TestFlavorActions(t *testing.T) {
 	class := placement.ReservationClass(id)
 	want := []string{
 		fmt.Sprintf("create %s reservation:%s 2/2048/20 [aggregate_instance_extra_specs:reservation=%s resources:%s=1]", id, id, id, class),
+		"delete " + id,
+		fmt.Sprintf("create %s reservation:%s 4/2048/20 [aggregate_instance_extra_specs:reservation=%s resources:%s=1]", id, id, id, class),
 		"access " + id + " p1",
 		"delete " + id,
 	}
