@@ -12,9 +12,10 @@
 // inventory). A host with a whole-host reservation overlapping the window
 // (cleaning time included) is out; from the others' capacity the peak, per
 // resource, of the instance slots of other reservations overlapping the
-// window is taken away (a per-resource peak: never more than the true
+// window is taken away (a per-resource peak: never less than the true
 // simultaneous use, so never an overbooking). pkg/allocator.ChooseSlots
-// then splits the amount over the hosts with the lost-allocations metric.
+// then splits the amount over the hosts with the lost-allocations metric,
+// counted over time from each host's free capacity piece by piece.
 //
 // # Storage
 //
@@ -25,8 +26,10 @@
 //
 // # No double booking
 //
-// Everything is read in the write transaction. On SQLite that
-// transaction is the only writer. On MySQL/MariaDB the chosen hosts are
+// Bookings are read in the write transaction; compute capacities may
+// come from a cache of a few seconds for the choice, and are read again
+// in the transaction for the chosen hosts. On SQLite that transaction is
+// the only writer. On MySQL/MariaDB the chosen hosts are
 // locked (db.LockResources under physical:host, the lock the host plugin
 // takes, so host and instance bookings of one host serialise), their use
 // is read again (READ COMMITTED sees every booking committed before the
@@ -38,11 +41,15 @@
 // In the same transaction, the built-in Placement gets the class
 // CUSTOM_RESERVATION_<ID> at create, the inventory of that class on each
 // reserved host's blazar_<hostname> child provider at start (one unit per
-// slot) and its removal, with the class, at end. A compute driver with
-// flavor methods (FlavorDriver) gets, through the outbox, the private
-// flavor (id = reservation id) at create, the project's access at start
-// and the flavor's deletion at end; without one nothing is called, and
-// flavor_id is still the reservation id.
+// slot) and its removal, with the class, at end. With Config.Flavors (a
+// real compute service), the compute driver (FlavorDriver) is asked
+// through the outbox for the private flavor (id = reservation id) at
+// create, the project's access at start and the flavor's deletion at end;
+// in standalone mode nothing is called, and flavor_id is still the
+// reservation id. server_group_id and aggregate_id stay null: no server
+// group or aggregate is made for instance reservations (the flavor's
+// resources:CUSTOM_RESERVATION_<ID>=1 alone keeps its servers on the
+// reserved hosts' slots).
 package instance
 
 import (
