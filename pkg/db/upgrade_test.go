@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
@@ -16,6 +17,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/placement"
+	"github.com/leasehold/leasehold/plugins/instance"
 )
 
 // The upgrade tests build, for every earlier schema version (each prefix
@@ -42,6 +44,10 @@ const (
 	upCapability  = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e06"
 	upCustomClass = "CUSTOM_RESERVATION_0F6E7D8C_9B0A_4C1D_8E2F_3A4B5C6D7E02"
 	upResProps    = `["==", "$gpu", "a100"]`
+
+	upInstReservation = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e07"
+	upInstResv        = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e08"
+	upInstAlloc       = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e09"
 )
 
 var (
@@ -335,6 +341,39 @@ var upgradeFixtures = []upgradeFixture{
 		},
 	},
 }
+
+var upgradeInstanceFixture = upgradeFixture{
+	name: "instance", since: "0008_instance_reservations",
+	write: func(t *testing.T, d *db.DB, _ map[string]bool) {
+		mustExec(t, d, `INSERT INTO instance_reservations (id, reservation_id, vcpus, memory_mb, disk_gb, amount, affinity, resource_properties, flavor_id, server_group_id, aggregate_id, source_flavor, created_at, updated_at)
+ VALUES (?, ?, 2, 4096, 20, 3, ?, ?, ?, NULL, NULL, '', ?, NULL)`, upInstResv, upInstReservation, false, upResProps, upInstReservation, upCreated)
+		mustExec(t, d, `INSERT INTO instance_allocations (id, reservation_id, compute_host_id, slots, start_date, end_date, span_s, created_at) VALUES (?, ?, '1', 3, ?, ?, 86400, ?)`,
+			upInstAlloc, upInstReservation, upStart, upEnd, upCreated)
+	},
+	check: func(t *testing.T, d *db.DB) {
+		got, err := instance.New(nil, instance.Config{}).Describe(context.Background(), d.DB, []*models.Reservation{{ID: upInstReservation}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]map[string]any{upInstReservation: {
+			"amount": 3, "vcpus": int64(2), "memory_mb": int64(4096), "disk_gb": int64(20), "affinity": false,
+			"resource_properties": upResProps, "flavor_id": upInstReservation, "server_group_id": nil, "aggregate_id": nil,
+		}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("instance reservation (-want +got):\n%s", diff)
+		}
+		var slots struct {
+			Slots     int
+			StartDate time.Time
+		}
+		if err := d.Raw("SELECT slots, start_date FROM instance_allocations WHERE reservation_id = ?", upInstReservation).Scan(&slots).Error; err != nil ||
+			slots.Slots != 3 || !slots.StartDate.Equal(upStart) {
+			t.Errorf("instance allocation = %+v, %v", slots, err)
+		}
+	},
+}
+
+func init() { upgradeFixtures = append(upgradeFixtures, upgradeInstanceFixture) }
 
 // TestUpgradeFromEachSchemaVersion: for each prefix of the migration list,
 // a database at that version with representative rows migrates to the

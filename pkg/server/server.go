@@ -34,6 +34,7 @@ import (
 	"github.com/leasehold/leasehold/plugins"
 	"github.com/leasehold/leasehold/plugins/floatingip"
 	hostplugin "github.com/leasehold/leasehold/plugins/host"
+	"github.com/leasehold/leasehold/plugins/instance"
 
 	blazarapi "github.com/leasehold/leasehold/handlers/blazar"
 	placementapi "github.com/leasehold/leasehold/handlers/placement"
@@ -187,7 +188,16 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// with a driver that has them.
 	migrator, canMigrate := any(drv).(hostplugin.LiveMigrator)
 	canMigrate = canMigrate && drv.Name() != "standalone"
-	reg, err := plugins.NewRegistry(
+	// Instance reservations: private flavors only with a real compute
+	// service (standalone has no flavors; flavor_id is still the
+	// reservation id).
+	inst := instance.New(s.Hosts, instance.Config{
+		Cleaning:   time.Duration(bc.HostCleaningMinutes()) * time.Minute,
+		Rules:      &tagRules,
+		CheckHosts: hosts.ReservableTx,
+		Flavors:    drv.Name() != "standalone",
+	})
+	types := []plugins.Plugin{
 		hostplugin.New(s.Hosts, d.DB, hostplugin.Config{
 			Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
 			DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
@@ -197,7 +207,13 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 			Driver:           drv.Name(),
 		}, nil),
 		floatingip.New(s.Hosts),
-	)
+		inst,
+	}
+	// flavor:instance needs the compute service's flavors.
+	if lookup, ok := any(drv).(instance.FlavorLookup); ok {
+		types = append(types, instance.NewFlavor(inst, lookup))
+	}
+	reg, err := plugins.NewRegistry(types...)
 	if err != nil {
 		return nil, err
 	}
@@ -211,6 +227,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 
 	// External calls, after the commits that decided them.
 	handlers := hostplugin.OutboxHandlers(drv)
+	maps.Copy(handlers, instance.OutboxHandlers(drv))
 	maps.Copy(handlers, hosts.OutboxHandlers(drv))
 	maps.Copy(handlers, s.Notifier.Handlers())
 	s.Mover = &hostplugin.Mover{Placement: psvc, Wanted: s.Leases.InProgress}

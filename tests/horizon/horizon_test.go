@@ -28,8 +28,9 @@ import (
 // a host through the form; the second is made a host over the API for
 // the member's lease.
 const (
-	formHost  = "hz-compute-1"
-	leaseHost = "hz-compute-2"
+	formHost     = "hz-compute-1"
+	leaseHost    = "hz-compute-2"
+	instanceHost = "hz-compute-3"
 )
 
 // TestHorizon drives the blazar-dashboard panels in a real browser: the
@@ -40,7 +41,7 @@ const (
 // Horizon answers no request with a 5xx.
 func TestHorizon(t *testing.T) {
 	k := requireHorizon(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	t0 := time.Now()
 
@@ -109,6 +110,21 @@ func TestHorizon(t *testing.T) {
 		t.Errorf("GET /v1/leases/%s after the member deleted it in Horizon: %d %s", leaseID, code, body)
 	}
 	t.Logf("member lease forms done after %s", time.Since(t0).Round(time.Millisecond))
+
+	// An instance lease through the same form: Virtual Instance, two
+	// instances on one host (affinity), on a host with room for them.
+	if code, body := api(t, lh.URL, admin, "POST", "/v1/os-hosts", `{"name": "`+instanceHost+`", "vcpus": "8", "memory_mb": "16384", "local_gb": "100"}`); code != 201 {
+		t.Fatalf("POST /v1/os-hosts %s: %d %s", instanceHost, code, body)
+	}
+	iname := name + "-instances"
+	out = drive(ctx, t, hz, shots, "member-instance", "demo", k.DemoPassword,
+		"--lease-name", iname, "--start", start.Format("2006-01-02 15:04"), "--end", start.Add(2*time.Hour).Format("2006-01-02 15:04"))
+	if out["lease_id"] == "" {
+		t.Errorf("member-instance found no lease id: %v", out)
+	} else if code, body := api(t, lh.URL, admin, "GET", "/v1/leases/"+out["lease_id"], ""); code != 404 {
+		t.Errorf("GET /v1/leases/%s after the member deleted the instance lease in Horizon: %d %s", out["lease_id"], code, body)
+	}
+	t.Logf("member instance lease done after %s", time.Since(t0).Round(time.Millisecond))
 
 	hz.check(t)
 	pngs, _ := filepath.Glob(filepath.Join(shots, "*.png"))

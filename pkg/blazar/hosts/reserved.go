@@ -68,6 +68,15 @@ func (s *Service) keysInUse(ctx context.Context, tx *gorm.DB, hostID string) (ma
 	if err != nil {
 		return nil, err
 	}
+	// Instance reservations with slots on the host name keys too.
+	var instProps []string
+	if err := tx.WithContext(ctx).Raw(`SELECT i.resource_properties FROM instance_reservations i
+ JOIN instance_allocations a ON a.reservation_id = i.reservation_id WHERE a.compute_host_id = ?`, hostID).Scan(&instProps).Error; err != nil {
+		return nil, err
+	}
+	for _, p := range instProps {
+		hrs = append(hrs, models.ComputeHostReservation{ResourceProperties: p})
+	}
 	keys := map[string]bool{}
 	for _, hr := range hrs {
 		for _, text := range []string{hr.HypervisorProperties, hr.ResourceProperties} {

@@ -237,9 +237,54 @@ def member_rest(dr, a):
     return {"renamed": new_name}
 
 
+def member_instance(dr, a):
+    """Create an instance lease (2 instances, affinity) through the Create
+    Lease form, open its detail, delete it from the table."""
+    dr.login("/project/leases/")
+    dr.get("/project/leases/create/", "create-instance-lease")
+    dr.d.find_element(By.ID, "id_name").send_keys(a.lease_name)
+    dr.d.find_element(By.ID, "id_start_date").send_keys(a.start)
+    dr.d.find_element(By.ID, "id_end_date").send_keys(a.end)
+    # The themable selects hide the real <select>: set it and let the
+    # switchable fields follow its change event.
+    for field, value in (("id_resource_type", "instance"), ("id_affinity", "True")):
+        dr.d.execute_script(
+            "var s = document.getElementById(arguments[0]); s.value = arguments[1];"
+            "if (window.jQuery) { jQuery(s).trigger('change'); } else { s.dispatchEvent(new Event('change')); }",
+            field, value)
+    dr.wait(EC.visibility_of_element_located((By.ID, "id_amount")), "the instance fields")
+    dr.set_text("id_amount", "2")
+    dr.set_text("id_vcpus", "1")
+    dr.set_text("id_memory_mb", "1024")
+    dr.set_text("id_disk_gb", "10")
+    dr.shot("instance-lease-form")
+    dr.submit("form")
+    dr.success("instance-lease-created", "Lease %s was successfully created" % a.lease_name)
+    rows = dr.row_with(a.lease_name)
+    if len(rows) != 1:
+        raise SystemExit("leases table: %d rows with %s" % (len(rows), a.lease_name))
+    href = rows[0].find_element(By.LINK_TEXT, a.lease_name).get_attribute("href")
+    lease_id = href.rstrip("/").split("/")[-1]
+    dr.get("/project/leases/%s/" % lease_id, "instance-lease-detail")
+    body = dr.d.find_element(By.TAG_NAME, "body").text
+    for want in (a.lease_name, lease_id, "virtual:instance", "flavor_id"):
+        if want not in body:
+            raise SystemExit("instance lease detail lacks %r" % want)
+    dr.no_error("instance-lease-detail")
+    dr.get("/project/leases/", "leases-before-instance-delete")
+    dr.check_row(lease_id)
+    dr.d.find_element(By.CSS_SELECTOR, "#leases__action_delete").click()
+    confirm = dr.wait(EC.element_to_be_clickable((By.CSS_SELECTOR, ".modal-footer .btn-danger, .modal-footer .btn-primary")), "the delete confirmation")
+    confirm.click()
+    dr.success("instance-lease-deleted", "Deleted")
+    if dr.row_with(a.lease_name):
+        raise SystemExit("lease %s still listed after delete" % a.lease_name)
+    return {"lease_id": lease_id}
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("phase", choices=["admin-hosts", "member-create", "member-rest"])
+    p.add_argument("phase", choices=["admin-hosts", "member-create", "member-rest", "member-instance"])
     for f in ("url", "user", "password", "shots"):
         p.add_argument("--" + f, required=True)
     for f in ("host", "lease-name", "lease-id", "start", "end"):
@@ -248,7 +293,7 @@ def main():
     dr = Driver(a)
     try:
         out = {"admin-hosts": admin_hosts, "member-create": member_create,
-               "member-rest": member_rest}[a.phase](dr, a)
+               "member-rest": member_rest, "member-instance": member_instance}[a.phase](dr, a)
     except SystemExit:
         try:
             dr.shot("failed")

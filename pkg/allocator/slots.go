@@ -1,0 +1,357 @@
+package allocator
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Instance slots: where the N instances of a virtual:instance reservation
+// go. The caller (plugins/instance) works out, per matching host, what is
+// free over the whole window (capacity minus the peak of the other
+// reservations overlapping it); ChooseSlots then splits the amount over
+// those hosts under the affinity rule.
+//
+// The choice keeps large holes open, with the dedicated-allocation metric
+// of "Allocation for Partitioned Ganeti": for a host, the allocation
+// vector counts, per policy size from the largest down, how many more
+// instances of that size still fit; placing a slot costs the difference
+// of that vector before and after (the lost-allocations vector, compared
+// lexicographically, so losing a large allocation dominates losing any
+// number of small ones), then the capacity left on the host (less is
+// better: fill fragmented hosts first). Anti-affinity additionally
+// spreads over failure domains before anything else. Ties go to the
+// host listed first, so the result is deterministic.
+
+// SlotSize is the size of one instance: VCPUs, memory in MiB, disk in GiB.
+type SlotSize struct{ VCPUs, MemoryMB, DiskGB int64 }
+
+// String formats the size as a person reads it: "2 VCPU/4 GiB/20 GB".
+func (s SlotSize) String() string {
+	var b strings.Builder
+	b.WriteString(strconv.FormatInt(s.VCPUs, 10))
+	b.WriteString(" VCPU/")
+	if s.MemoryMB >= 1024 && s.MemoryMB%1024 == 0 {
+		b.WriteString(strconv.FormatInt(s.MemoryMB/1024, 10))
+		b.WriteString(" GiB")
+	} else {
+		b.WriteString(strconv.FormatInt(s.MemoryMB, 10))
+		b.WriteString(" MiB")
+	}
+	if s.DiskGB > 0 {
+		b.WriteString("/")
+		b.WriteString(strconv.FormatInt(s.DiskGB, 10))
+		b.WriteString(" GB disk")
+	}
+	return b.String()
+}
+
+// Sub returns s minus k instances of o.
+func (s SlotSize) Sub(o SlotSize, k int64) SlotSize {
+	return SlotSize{s.VCPUs - k*o.VCPUs, s.MemoryMB - k*o.MemoryMB, s.DiskGB - k*o.DiskGB}
+}
+
+// Fits is how many instances of size o fit in s (dimensions o does not
+// use do not limit it; a size using nothing fits math.MaxInt32 times).
+func (s SlotSize) Fits(o SlotSize) int {
+	n := int64(math.MaxInt32)
+	for _, d := range [3][2]int64{{s.VCPUs, o.VCPUs}, {s.MemoryMB, o.MemoryMB}, {s.DiskGB, o.DiskGB}} {
+		if d[1] <= 0 {
+			continue
+		}
+		if d[0] < d[1] {
+			return 0
+		}
+		n = min(n, d[0]/d[1])
+	}
+	return int(n)
+}
+
+// SlotHost is a matching host as ChooseSlots sees it.
+type SlotHost struct {
+	ID string
+	// Domain is the host's failure domain ("" when it has none).
+	Domain string
+	// Free is what the host has free at every moment of the window,
+	// leaving out the reservation being placed; Capacity is its whole
+	// usable capacity (for the remaining-capacity score).
+	Free, Capacity SlotSize
+	// Held is how many slots the reservation holds on the host already
+	// (an update of an active reservation keeps them).
+	Held int
+	// Profile, when set, is the free capacity over the window piece by
+	// piece (Free is its minimum): the lost allocations are then counted
+	// over time, each piece weighted by its duration, so a slot goes
+	// where it takes the least room for large instances for the least
+	// time, not merely where the peak is highest.
+	Profile []SlotSegment
+}
+
+// SlotSegment is a stretch of the window (Dur in any unit, the same for
+// every host) with Free capacity throughout.
+type SlotSegment struct {
+	Dur  int64
+	Free SlotSize
+}
+
+// SlotRequest asks for Amount slots of Size.
+type SlotRequest struct {
+	Size   SlotSize
+	Amount int
+	// Affinity true puts every slot on one host, false at most one slot
+	// per host, nil allows any split (several on one host included).
+	Affinity *bool
+	// Sizes are the policy sizes of the lost-allocations metric (the
+	// instance sizes in use, or configured); Size is added when missing.
+	Sizes []SlotSize
+}
+
+// SlotDecision is the outcome of ChooseSlots.
+type SlotDecision struct {
+	// Slots maps host id to its slots (held ones included); only hosts
+	// with at least one slot are listed.
+	Slots map[string]int
+	// Order lists the hosts of Slots in input order.
+	Order []string
+	// Hosts is the number of matching hosts, FreeSlots how many slots of
+	// the size they have free in the window (held ones included).
+	Hosts, FreeSlots int
+}
+
+// NotEnoughSlotsError is ChooseSlots' refusal, with the numbers that
+// explain it.
+type NotEnoughSlotsError struct {
+	Needed   int
+	Size     SlotSize
+	Affinity *bool
+	// Free is the free slots over all matching hosts, MaxOnOne the most
+	// on one host, WithSlot how many hosts have at least one; Hosts the
+	// matching hosts.
+	Free, MaxOnOne, WithSlot, Hosts int
+	// HeldLost is set when slots the reservation already holds no
+	// longer fit (the window grew into other reservations).
+	HeldLost bool
+}
+
+func (e *NotEnoughSlotsError) Error() string {
+	hosts := "matching hosts"
+	if e.Hosts == 1 {
+		hosts = "matching host"
+	}
+	slots := "slots"
+	if e.Needed == 1 {
+		slots = "slot"
+	}
+	head := fmt.Sprintf("Not enough hosts available: %d %s of %s needed", e.Needed, slots, e.Size)
+	switch {
+	case e.HeldLost:
+		return fmt.Sprintf("%s, but the slots already held no longer fit in the new window on %d %s", head, e.Hosts, hosts)
+	case e.Affinity != nil && *e.Affinity:
+		return fmt.Sprintf("%s on one host (affinity), at most %d free on one host in the window, %d %s", head, e.MaxOnOne, e.Hosts, hosts)
+	case e.Affinity != nil:
+		return fmt.Sprintf("%s on distinct hosts (anti-affinity), %d of the %d %s have a free slot in the window", head, e.WithSlot, e.Hosts, hosts)
+	}
+	return fmt.Sprintf("%s, %d free in the window on %d %s", head, e.Free, e.Hosts, hosts)
+}
+
+// policySizes are the sizes of the metric, largest first (by disk, then
+// memory, then VCPUs, as the seed orders policy intervals by disk), each
+// once, with req's size among them.
+func policySizes(req SlotRequest) []SlotSize {
+	out := append(slices.Clone(req.Sizes), req.Size)
+	slices.SortFunc(out, func(a, b SlotSize) int {
+		return cmp.Or(cmp.Compare(b.DiskGB, a.DiskGB), cmp.Compare(b.MemoryMB, a.MemoryMB), cmp.Compare(b.VCPUs, a.VCPUs))
+	})
+	return slices.Compact(out)
+}
+
+// slotScore is the cost of placing k slots on a host: the lost-
+// allocations vector, then the capacity left (a fraction summed over the
+// dimensions), then the domain load for anti-affinity (compared first).
+type slotScore struct {
+	domain int
+	lost   []int
+	left   float64
+}
+
+func (a *slotScore) less(b *slotScore) bool {
+	if a.domain != b.domain {
+		return a.domain < b.domain
+	}
+	if c := slices.Compare(a.lost, b.lost); c != 0 {
+		return c < 0
+	}
+	return a.left < b.left
+}
+
+// score fills sc with the cost of taking k more slots of size from host
+// h, which has p slots placed already and free capacity free.
+func score(sc *slotScore, sizes []SlotSize, h *SlotHost, free, size SlotSize, k, p int) {
+	capacity := h.Capacity
+	after := free.Sub(size, int64(k))
+	sc.lost = sc.lost[:0]
+	if h.Profile == nil {
+		for _, s := range sizes {
+			sc.lost = append(sc.lost, free.Fits(s)-after.Fits(s))
+		}
+	} else {
+		for _, s := range sizes {
+			var lost int64
+			for _, seg := range h.Profile {
+				f := seg.Free.Sub(size, int64(p))
+				lost += seg.Dur * int64(f.Fits(s)-f.Sub(size, int64(k)).Fits(s))
+			}
+			sc.lost = append(sc.lost, int(lost))
+		}
+	}
+	sc.left = 0
+	for _, d := range [3][2]int64{{after.VCPUs, capacity.VCPUs}, {after.MemoryMB, capacity.MemoryMB}, {after.DiskGB, capacity.DiskGB}} {
+		if d[1] > 0 {
+			sc.left += float64(d[0]) / float64(d[1])
+		}
+	}
+}
+
+// ChooseSlots splits req.Amount slots over hosts (see the top of this
+// file). Held slots are kept and count towards the amount; a request for
+// fewer slots than are held is the caller's to refuse. A refusal is a
+// *NotEnoughSlotsError; a malformed request wraps ErrInvalidRequest.
+func ChooseSlots(hosts []SlotHost, req SlotRequest) (SlotDecision, error) {
+	dec := SlotDecision{Slots: map[string]int{}, Hosts: len(hosts)}
+	if req.Amount < 1 {
+		return dec, fmt.Errorf("%w: amount %d", ErrInvalidRequest, req.Amount)
+	}
+	if req.Size.VCPUs < 0 || req.Size.MemoryMB < 0 || req.Size.DiskGB < 0 {
+		return dec, fmt.Errorf("%w: negative size %s", ErrInvalidRequest, req.Size)
+	}
+	sizes := policySizes(req)
+	free := make([]SlotSize, len(hosts))
+	placed := make([]int, len(hosts))
+	ne := &NotEnoughSlotsError{Needed: req.Amount, Size: req.Size, Affinity: req.Affinity, Hosts: len(hosts)}
+	held, heldHosts := 0, 0
+	for i, h := range hosts {
+		free[i] = h.Free
+		n := h.Free.Fits(req.Size)
+		if h.Held > 0 {
+			if n < h.Held {
+				ne.HeldLost = true
+			}
+			free[i] = h.Free.Sub(req.Size, int64(h.Held))
+			placed[i] = h.Held
+			held += h.Held
+			heldHosts++
+		}
+		ne.Free += n
+		ne.MaxOnOne = max(ne.MaxOnOne, n)
+		if n > 0 {
+			ne.WithSlot++
+		}
+	}
+	dec.FreeSlots = ne.Free
+	if ne.HeldLost {
+		return dec, ne
+	}
+	need := req.Amount - held
+	switch {
+	case req.Affinity != nil && *req.Affinity:
+		if !chooseOne(hosts, free, placed, sizes, req.Size, need, heldHosts > 0) {
+			return dec, ne
+		}
+	default:
+		anti := req.Affinity != nil
+		if !chooseEach(hosts, free, placed, sizes, req.Size, need, anti) {
+			return dec, ne
+		}
+	}
+	for i, h := range hosts {
+		if placed[i] > 0 {
+			dec.Slots[h.ID] = placed[i]
+			dec.Order = append(dec.Order, h.ID)
+		}
+	}
+	return dec, nil
+}
+
+// chooseOne puts need slots on one host: the one already holding slots
+// when onHeld, else the cheapest that has room for all of them.
+func chooseOne(hosts []SlotHost, free []SlotSize, placed []int, sizes []SlotSize, size SlotSize, need int, onHeld bool) bool {
+	best := -1
+	var bs, sc slotScore
+	for i := range hosts {
+		if onHeld && placed[i] == 0 {
+			continue
+		}
+		if need > 0 && free[i].Fits(size) < need {
+			continue
+		}
+		score(&sc, sizes, &hosts[i], free[i], size, need, placed[i])
+		if best < 0 || sc.less(&bs) {
+			best = i
+			bs, sc = sc, slotScore{lost: bs.lost[:0]}
+		}
+	}
+	if best < 0 {
+		return false
+	}
+	placed[best] += need
+	free[best] = free[best].Sub(size, int64(need))
+	return true
+}
+
+// chooseEach places need slots one at a time on the cheapest host; with
+// anti, never two on one host (nor on a host holding one already), and
+// spread over failure domains first.
+func chooseEach(hosts []SlotHost, free []SlotSize, placed []int, sizes []SlotSize, size SlotSize, need int, anti bool) bool {
+	var domainLoad map[string]int
+	if anti {
+		domainLoad = map[string]int{}
+		for i, h := range hosts {
+			if placed[i] > 0 && h.Domain != "" {
+				domainLoad[h.Domain] += placed[i]
+			}
+		}
+	}
+	// cost[i] is host i's cost of one more slot (valid[i] false: no
+	// room, or excluded); only the host that took a slot changes.
+	cost := make([]slotScore, len(hosts))
+	valid := make([]bool, len(hosts))
+	eval := func(i int) {
+		valid[i] = free[i].Fits(size) >= 1 && (!anti || placed[i] == 0)
+		if valid[i] {
+			score(&cost[i], sizes, &hosts[i], free[i], size, 1, placed[i])
+		}
+	}
+	for i := range hosts {
+		eval(i)
+	}
+	for ; need > 0; need-- {
+		best := -1
+		for i := range hosts {
+			if !valid[i] {
+				continue
+			}
+			if anti {
+				cost[i].domain = 0
+				if d := hosts[i].Domain; d != "" {
+					cost[i].domain = domainLoad[d]
+				}
+			}
+			if best < 0 || cost[i].less(&cost[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return false
+		}
+		placed[best]++
+		free[best] = free[best].Sub(size, 1)
+		if anti && hosts[best].Domain != "" {
+			domainLoad[hosts[best].Domain]++
+		}
+		eval(best)
+	}
+	return true
+}
