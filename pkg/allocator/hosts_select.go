@@ -45,7 +45,7 @@ func chooseTop(hosts []Host, p PreparedHosts, req HostRequest, lo, hi int64, loc
 			continue
 		}
 		d.free++
-		c := hostCand{idx: int32(i), open: sc.open, gap: sc.gap}
+		c := hostCand{idx: int32(i), open: sc.open, gap: sc.gap, rank: p.rank(i)}
 		top := d.top
 		if len(top) == n && !candLess(hosts, &c, &top[n-1]) {
 			continue
@@ -83,9 +83,14 @@ func (d topDecision) finish(nHosts int, req HostRequest) (HostDecision, error) {
 	return dec, nil
 }
 
-// candLess orders free hosts by fit: fewer unbounded sides first (the window
-// fills a hole between reservations), then smaller leftover gap, then ID.
+// candLess orders free hosts: the smaller size rank first (the host
+// whose use loses the fewest big fits, see SizeRanks), then by fit in
+// time: fewer unbounded sides first (the window fills a hole between
+// reservations), then smaller leftover gap, then ID.
 func candLess(hosts []Host, a, b *hostCand) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
 	if a.open != b.open {
 		return a.open < b.open
 	}
@@ -126,7 +131,10 @@ func isDigits(s string) bool {
 // best by fit (a bounded selection, O(len·n) for small n). With failure
 // domains it picks greedily: each step takes the candidate whose domains
 // already hold the fewest chosen hosts, then the best fit.
-func pickHosts(hosts []Host, cands []hostCand, doms []int32, nDoms, n int) []hostCand {
+//
+// used, when not nil, holds per domain the hosts already placed there
+// (HostRequest.UsedDomains).
+func pickHosts(hosts []Host, cands []hostCand, doms []int32, nDoms, n int, used []int32) []hostCand {
 	if nDoms == 0 && n <= 32 && n < len(cands) {
 		// Keep the n best in an insertion-sorted array.
 		top := make([]hostCand, 0, n+1)
@@ -153,6 +161,7 @@ func pickHosts(hosts []Host, cands []hostCand, doms []int32, nDoms, n int) []hos
 		}
 	}
 	usage := make([]int32, nDoms)
+	copy(usage, used)
 	taken := make([]bool, len(cands))
 	out := make([]hostCand, 0, n)
 	for len(out) < n {
