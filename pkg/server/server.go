@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/blazar/events"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
@@ -150,6 +151,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 			Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
 			DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
 			CheckHosts:       hosts.ReservableTx,
+			Rules:            hostRules(bc.PhysicalHost),
 		}, nil),
 		floatingip.New(s.Hosts),
 	)
@@ -212,6 +214,21 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		}
 	}))
 	return s, nil
+}
+
+// hostRules are the allocator's tag rules for host reservations: the
+// configured failure-domain and migration-class keys (host fields or
+// extra capabilities) as Ganeti-style tag prefixes.
+func hostRules(ph config.PhysicalHost) *allocator.TagRules {
+	if len(ph.FailureDomains) == 0 && len(ph.MigrationClasses) == 0 {
+		return nil
+	}
+	r := &allocator.TagRules{LocationPrefixes: ph.FailureDomains, MigrationPrefixes: ph.MigrationClasses}
+	for _, a := range ph.AllowMigration {
+		from, to, _ := strings.Cut(a, "::") // checked by config.Blazar.Normalize
+		r.AllowMigration = append(r.AllowMigration, allocator.MigrationRule{From: from, To: to})
+	}
+	return r
 }
 
 // buildMetrics builds the metrics registry on d's pool when [metrics]
