@@ -178,6 +178,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// (instrument); /healthcheck and /metrics are not.
 	rt := blazarapi.NewRouterWithPolicy(blazarPolicy)
 	blazarapi.RegisterLeases(rt, s.Leases)
+	blazarapi.RegisterEarliest(rt, s.Leases)
 	blazarapi.RegisterHosts(rt, s.Hosts)
 	blazarapi.RegisterFloatingIPs(rt, s.Hosts)
 	v1 := instrument("blazar", "/v1", http.StripPrefix("/v1", rt.Handler(v1Auth)))

@@ -416,3 +416,12 @@ func zeroRanks(n int) []int32 {
 	}
 	return zeroBuf.r[:n]
 }
+
+// earliest runs allocator.EarliestWindow on the whole view under the read
+// lock.
+func (x *index) earliest(req allocator.EarliestRequest, match func(info func(id string) *Host) func(*allocator.Host) (bool, string)) (allocator.EarliestResult, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	req.Match = match(x.info)
+	return allocator.EarliestWindow(allocator.PreparedHosts{Hosts: x.hosts, Bounds: x.bounds, Sorted: x.sorted}, req)
+}
