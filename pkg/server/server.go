@@ -163,6 +163,12 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		Filters:               leases.NewFilters(bc.Enforcement, &http.Client{Timeout: 30 * time.Second}),
 	}, nil, func() { s.Events.Notify(); s.Outbox.Notify() })
 	s.Events = events.New(d, s.Leases, evCfg, nil)
+	// A host made non-reservable or deleted by force: its reservations
+	// move to equivalent free hosts.
+	s.Hosts.SetHealer(func(ctx context.Context, id string, lookup func(string) (string, bool)) error {
+		_, err := s.Leases.HealHost(ctx, id, lookup)
+		return err
+	})
 
 	// External calls, after the commits that decided them.
 	handlers := hostplugin.OutboxHandlers(drv)
