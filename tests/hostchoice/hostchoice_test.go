@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sort"
 	"testing"
 	"time"
@@ -48,18 +47,35 @@ func start(t *testing.T, extra ...string) *api {
 	}
 	cfg.Blazar.PhysicalHost.FailureDomains = []string{"rack"}
 	cfg.Blazar.PhysicalHost.MigrationClasses = []string{"hv"}
+	cfg.Listen, cfg.PlacementListen = "127.0.0.1:0", ""
+	cfg.ShutdownTimeout = 10 * time.Second
 	s, err := server.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(s.Handler())
+	// Run, not just the handler: the event manager starts leases.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
 	t.Cleanup(func() {
-		srv.Close()
-		if err := s.DB().Close(); err != nil {
-			t.Errorf("close database: %v", err)
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Error("the server did not stop within a minute of its context ending")
 		}
 	})
-	return &api{t: t, url: srv.URL, c: srv.Client()}
+	select {
+	case <-s.Ready:
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the server did not start listening")
+	}
+	return &api{t: t, url: "http://" + s.Addrs[0], c: &http.Client{}}
 }
 
 // do sends body (JSON) as the noauth admin and decodes the answer into a
@@ -172,5 +188,179 @@ func TestSpreadOverRacks(t *testing.T) {
 	}
 	if len(got) != 2 || len(racks) != 2 {
 		t.Fatalf("lease hosts %v on racks %v, want one on each of a and b", got, racks)
+	}
+}
+
+// earliest asks POST /v1/leases/earliest for a physical:host reservation
+// of min hosts; it returns the status and the answer.
+func (a *api) earliest(after time.Time, notAfter *time.Time, seconds, min int) (int, map[string]any) {
+	a.t.Helper()
+	body := map[string]any{"after": after.Format("2006-01-02 15:04"), "duration": seconds,
+		"reservations": []any{map[string]any{"resource_type": "physical:host", "min": min, "max": min,
+			"hypervisor_properties": "", "resource_properties": ""}}}
+	if notAfter != nil {
+		body["not_after"] = notAfter.Format("2006-01-02 15:04")
+	}
+	return a.do("POST", "/v1/leases/earliest", body)
+}
+
+// TestEarliestWindow: three hosts; a lease holds two of them over
+// [T, T+4h), another the third over [T+1h, T+6h). The earliest windows
+// after T: 1 h on one host at T (the third host's free hour), 2 h on one
+// host at T+4h, 2 h on three hosts at T+6h; a lease created for the last
+// one is accepted; a limit before it is a 409, bad input a 400.
+func TestEarliestWindow(t *testing.T) {
+	a := start(t)
+	for i := 1; i <= 3; i++ {
+		a.addHost(fmt.Sprintf("compute-%d", i), nil)
+	}
+	T := future(0)
+	a.hostLease("two", T, T.Add(4*time.Hour), 2, 2, "")
+	a.hostLease("one", T.Add(time.Hour), T.Add(6*time.Hour), 1, 1, "")
+	for _, tc := range []struct {
+		seconds, min int
+		want         time.Time
+	}{{3600, 1, T}, {7200, 1, T.Add(4 * time.Hour)}, {7200, 3, T.Add(6 * time.Hour)}} {
+		code, out := a.earliest(T, nil, tc.seconds, tc.min)
+		if code != http.StatusOK {
+			t.Fatalf("earliest %ds on %d hosts: status %d: %v", tc.seconds, tc.min, code, out)
+		}
+		e := out["earliest"].(map[string]any)
+		want := tc.want.Format("2006-01-02T15:04:05.000000")
+		wantEnd := tc.want.Add(time.Duration(tc.seconds) * time.Second).Format("2006-01-02T15:04:05.000000")
+		if e["start_date"] != want || e["end_date"] != wantEnd {
+			t.Errorf("earliest %ds on %d hosts: %v – %v, want %s – %s", tc.seconds, tc.min, e["start_date"], e["end_date"], want, wantEnd)
+		}
+		res := e["reservations"].([]any)[0].(map[string]any)
+		if got := res["resources"].([]any); len(got) != tc.min {
+			t.Errorf("earliest %ds on %d hosts: resources %v", tc.seconds, tc.min, got)
+		}
+	}
+	// The client follows the answer with a create.
+	at := T.Add(6 * time.Hour)
+	a.hostLease("follows", at, at.Add(2*time.Hour), 3, 3, "")
+	// Now the three hosts are busy until T+8h.
+	limit := T.Add(7 * time.Hour)
+	if code, out := a.earliest(T, &limit, 7200, 3); code != http.StatusConflict {
+		t.Errorf("earliest with a limit before any window: status %d, want 409: %v", code, out)
+	}
+	for _, body := range []map[string]any{
+		{"duration": 0, "reservations": []any{map[string]any{"resource_type": "physical:host", "min": 1, "max": 1, "hypervisor_properties": "", "resource_properties": ""}}},
+		{"duration": "1h", "reservations": []any{}},
+		{"duration": 60},
+		{"duration": 60, "reservations": []any{map[string]any{"resource_type": "virtual:floatingip", "network_id": "x", "amount": 1}}},
+		{"duration": 60, "after": "tomorrow", "reservations": []any{map[string]any{"resource_type": "physical:host", "min": 1, "max": 1, "hypervisor_properties": "", "resource_properties": ""}}},
+	} {
+		if code, out := a.do("POST", "/v1/leases/earliest", body); code != http.StatusBadRequest {
+			t.Errorf("POST /v1/leases/earliest %v: status %d, want 400: %v", body, code, out)
+		}
+	}
+	// GET /v1/leases/earliest is still the lease named "earliest".
+	if code, _ := a.do("GET", "/v1/leases/earliest", nil); code != http.StatusNotFound {
+		t.Errorf("GET /v1/leases/earliest: status %d, want 404", code)
+	}
+}
+
+// lease reads lease id.
+func (a *api) lease(id string) map[string]any {
+	a.t.Helper()
+	return a.must(http.StatusOK, "GET", "/v1/leases/"+id, nil)["lease"].(map[string]any)
+}
+
+// waitStatus waits (bounded) until lease id has status want.
+func (a *api) waitStatus(id, want string) {
+	a.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l := a.lease(id)
+		if l["status"] == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			a.t.Fatalf("lease %s: status %v after 30s, want %s", id, l["status"], want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// flags are a lease's degraded flag and its first reservation's
+// missing_resources and resources_changed.
+func (a *api) flags(id string) [3]bool {
+	a.t.Helper()
+	l := a.lease(id)
+	r := l["reservations"].([]any)[0].(map[string]any)
+	return [3]bool{l["degraded"].(bool), r["missing_resources"].(bool), r["resources_changed"].(bool)}
+}
+
+// TestHealing: four hosts, racks a (1, 2) and b (3, 4), migration class
+// hv=x except host 4 (hv=y, which may not receive x). An active lease
+// holds host 1 and a future one hosts 1 and 3.
+//
+// Host 1 made non-reservable (PUT reservable=false): the active lease
+// moves to host 3 (flagged resources_changed, lease degraded); the
+// future one moves to host 2 (rack a: its other host is on rack b; not
+// flagged, as upstream flags only active reservations).
+//
+// Host 3 deleted by force while reserved: the active lease moves to host
+// 2; the future one has nowhere to go (host 2 is its own, host 1 is out,
+// host 4 cannot receive class x): it loses the host and is flagged
+// missing_resources, its lease degraded. Host 3 is gone.
+func TestHealing(t *testing.T) {
+	a := start(t)
+	ids := map[string]string{}
+	for i, c := range []map[string]any{
+		{"rack": "a", "hv": "x"}, {"rack": "a", "hv": "x"}, {"rack": "b", "hv": "x"}, {"rack": "b", "hv": "y"},
+	} {
+		ids[fmt.Sprint(i+1)] = a.addHost(fmt.Sprintf("compute-%d", i+1), c)
+	}
+	if fmt.Sprint(ids) != "map[1:1 2:2 3:3 4:4]" {
+		t.Fatalf("host ids %v", ids)
+	}
+	T := future(0)
+	pending := a.hostLease("future", T, T.Add(4*time.Hour), 2, 2, "")["id"].(string)
+	if got := a.hostsOf(pending); fmt.Sprint(got) != "[1 3]" {
+		t.Fatalf("future lease hosts %v, want [1 3] (one per rack, lowest ids)", got)
+	}
+	now := a.must(http.StatusCreated, "POST", "/v1/leases", map[string]any{
+		"name": "now", "start_date": "now", "end_date": T.Add(-time.Hour).Format("2006-01-02 15:04"),
+		"reservations": []any{map[string]any{"resource_type": "physical:host", "min": 1, "max": 1,
+			"hypervisor_properties": "", "resource_properties": ""}},
+		"events": []any{},
+	})["lease"].(map[string]any)["id"].(string)
+	a.waitStatus(now, "ACTIVE")
+	if got := a.hostsOf(now); fmt.Sprint(got) != "[1]" {
+		t.Fatalf("active lease hosts %v, want [1] (bounded by the future lease: the tighter fit)", got)
+	}
+
+	a.must(http.StatusOK, "PUT", "/v1/os-hosts/1", map[string]any{"reservable": false})
+	if got := a.hostsOf(now); fmt.Sprint(got) != "[3]" {
+		t.Errorf("after host 1 left: active lease hosts %v, want [3]", got)
+	}
+	if got := a.hostsOf(pending); fmt.Sprint(got) != "[2 3]" {
+		t.Errorf("after host 1 left: future lease hosts %v, want [2 3]", got)
+	}
+	if got := a.flags(now); got != [3]bool{true, false, true} {
+		t.Errorf("active lease degraded, missing_resources, resources_changed = %v, want true, false, true", got)
+	}
+	if got := a.flags(pending); got != [3]bool{false, false, false} {
+		t.Errorf("future lease degraded, missing_resources, resources_changed = %v, want all false", got)
+	}
+
+	// A plain delete of a reserved host is still refused.
+	a.must(http.StatusConflict, "DELETE", "/v1/os-hosts/3", nil)
+	a.must(http.StatusBadRequest, "DELETE", "/v1/os-hosts/3?force=maybe", nil)
+	a.must(http.StatusNoContent, "DELETE", "/v1/os-hosts/3?force=true", nil)
+	a.must(http.StatusNotFound, "GET", "/v1/os-hosts/3", nil)
+	if got := a.hostsOf(now); fmt.Sprint(got) != "[2]" {
+		t.Errorf("after host 3 was deleted: active lease hosts %v, want [2]", got)
+	}
+	if got := a.hostsOf(pending); fmt.Sprint(got) != "[2]" {
+		t.Errorf("after host 3 was deleted: future lease hosts %v, want [2] (host 4 cannot receive class x)", got)
+	}
+	if got := a.flags(pending); got != [3]bool{true, true, false} {
+		t.Errorf("future lease degraded, missing_resources, resources_changed = %v, want true, true, false", got)
+	}
+	if got := a.flags(now); got != [3]bool{true, false, true} {
+		t.Errorf("active lease degraded, missing_resources, resources_changed = %v, want true, false, true", got)
 	}
 }
