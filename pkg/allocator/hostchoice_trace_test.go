@@ -193,9 +193,9 @@ func traceOutcome(seed uint64, days int) (upstream, ours, noRanks, ceiling trace
 
 // traceLoads are the trace's horizons: 1,000 leases over 10 days ask
 // about twice what the hosts hold (heavy: the load at which today's
-// choice without size ranks loses about 6 % of the leases and a third of
-// the big-host ones to upstream's, as issue 14 measured); over 30 days,
-// about two thirds.
+// choice without size ranks loses about 6 % of the leases and 28 % of
+// the big-host ones to upstream's, near what issue 14 measured); over 30
+// days, about two thirds.
 var traceLoads = []int{10, 30}
 
 // TestHostChoiceQuality replays seeded traces at both loads. On every
