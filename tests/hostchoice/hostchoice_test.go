@@ -33,12 +33,13 @@ type api struct {
 }
 
 // start serves Leasehold in-process with [physical:host]
-// failure_domains = rack and migration_classes = hv, plus extra flags.
-func start(t *testing.T, extra ...string) *api {
+// failure_domains = rack, migration_classes = hv and allow_migration
+// allow.
+func start(t *testing.T, allow ...string) *api {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	config.Flags(fs)
-	if err := fs.Parse(append([]string{"--database", dbtest.URL(t), "--auth", "noauth", "--log-level", "error"}, extra...)); err != nil {
+	if err := fs.Parse([]string{"--database", dbtest.URL(t), "--auth", "noauth", "--log-level", "error"}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Load(fs)
@@ -47,6 +48,7 @@ func start(t *testing.T, extra ...string) *api {
 	}
 	cfg.Blazar.PhysicalHost.FailureDomains = []string{"rack"}
 	cfg.Blazar.PhysicalHost.MigrationClasses = []string{"hv"}
+	cfg.Blazar.PhysicalHost.AllowMigration = allow
 	cfg.Listen, cfg.PlacementListen = "127.0.0.1:0", ""
 	cfg.ShutdownTimeout = 10 * time.Second
 	s, err := server.New(context.Background(), cfg)
@@ -362,5 +364,37 @@ func TestHealing(t *testing.T) {
 	}
 	if got := a.flags(now); got != [3]bool{true, false, true} {
 		t.Errorf("active lease degraded, missing_resources, resources_changed = %v, want true, false, true", got)
+	}
+}
+
+// TestHealingAllowMigration: a future lease on host 1 (hv=x) when host 1
+// leaves: host 2 (hv=y) takes it only when allow_migration lets y
+// receive x; otherwise the lease is missing_resources.
+func TestHealingAllowMigration(t *testing.T) {
+	for _, tc := range []struct {
+		allow []string
+		want  string
+		flags [3]bool
+	}{
+		{nil, "[]", [3]bool{true, true, false}},
+		{[]string{"hv:x::hv:y"}, "[2]", [3]bool{false, false, false}},
+	} {
+		t.Run(fmt.Sprint(tc.allow), func(t *testing.T) {
+			a := start(t, tc.allow...)
+			a.addHost("compute-1", map[string]any{"hv": "x"})
+			a.addHost("compute-2", map[string]any{"hv": "y"})
+			T := future(0)
+			id := a.hostLease("future", T, T.Add(time.Hour), 1, 1, "")["id"].(string) // host 1: the lower id
+			if got := a.hostsOf(id); fmt.Sprint(got) != "[1]" {
+				t.Fatalf("lease hosts %v, want [1]", got)
+			}
+			a.must(http.StatusOK, "PUT", "/v1/os-hosts/1", map[string]any{"reservable": false})
+			if got := a.hostsOf(id); fmt.Sprint(got) != tc.want {
+				t.Errorf("after host 1 left: lease hosts %v, want %s", got, tc.want)
+			}
+			if got := a.flags(id); got != tc.flags {
+				t.Errorf("degraded, missing_resources, resources_changed = %v, want %v", got, tc.flags)
+			}
+		})
 	}
 }
