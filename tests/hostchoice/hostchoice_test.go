@@ -238,6 +238,14 @@ func TestEarliestWindow(t *testing.T) {
 			t.Errorf("earliest %ds on %d hosts: resources %v", tc.seconds, tc.min, got)
 		}
 	}
+	// An after in the past means now: the answer is a window a lease can
+	// still be created for.
+	before := time.Now().UTC().Truncate(time.Minute)
+	if code, out := a.earliest(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC), nil, 3600, 1); code != http.StatusOK {
+		t.Errorf("earliest after 2001: status %d: %v", code, out)
+	} else if s := out["earliest"].(map[string]any)["start_date"].(string); s < before.Format("2006-01-02T15:04:05.000000") || s >= T.Format("2006-01-02T15:04:05.000000") {
+		t.Errorf("earliest after 2001 starts %s, want from now (%s) on, before %s", s, before, T)
+	}
 	// The client follows the answer with a create.
 	at := T.Add(6 * time.Hour)
 	a.hostLease("follows", at, at.Add(2*time.Hour), 3, 3, "")

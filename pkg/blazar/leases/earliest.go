@@ -17,8 +17,8 @@ import (
 
 // EarliestRequest is a POST /v1/leases/earliest body.
 type EarliestRequest struct {
-	// After is the earliest start ("YYYY-MM-DD HH:MM" or "now"; nil:
-	// now).
+	// After is the earliest start ("YYYY-MM-DD HH:MM" or "now"; nil or
+	// past: now).
 	After *string
 	// NotAfter, when set, is the latest start.
 	NotAfter *string
@@ -81,6 +81,11 @@ func (s *Service) Earliest(ctx context.Context, c Caller, req EarliestRequest) (
 		if after, err = ParseDate(*req.After, now); err != nil {
 			return nil, err
 		}
+	}
+	if after.Before(now.Truncate(time.Minute)) {
+		// A lease cannot start in the past: the window a client can
+		// create starts now at the earliest.
+		after = now.Truncate(time.Minute)
 	}
 	var notAfter time.Time
 	if req.NotAfter != nil {
