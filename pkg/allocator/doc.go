@@ -70,11 +70,12 @@
 //     match goes to them while they are free, keeping the big hosts for
 //     the requests only they can serve (Ganeti's lost-allocations metric
 //     of partitioned allocation, applied to whole hosts).
-//   - Then best fit in time: hosts whose window sits in a hole between two
-//     reservations come first, then hosts bounded on one side, then idle
-//     hosts; within each class, the smaller the free time left around the
-//     window, the better. This keeps long free stretches (and idle hosts)
-//     open for later, longer leases.
+//   - Then the fit in time, by the fits the window loses there: in a free
+//     interval unbounded on a side it loses none (what is left stays
+//     unbounded), in a hole between two reservations it loses the fits the
+//     hole held. Hosts bounded on one side come first (the window extends
+//     a booked stretch), then idle hosts, then holes; within each class,
+//     the smaller the free time left around the window, the better.
 //   - Failure domains (TagRules.LocationPrefixes, Ganeti's
 //     htools:nlocation:P) spread the choice softly: each step takes the host
 //     whose domains already hold the fewest chosen hosts (counting

@@ -160,7 +160,7 @@ func oursChoose(rules *TagRules, ranks []int32) chooser {
 }
 
 // traceOutcome replays one seeded trace through upstream's choice,
-// Leasehold's choice, Leasehold's choice without size ranks, and the
+// Leasehold's choice, Leasehold's choice without size classes, and the
 // ceiling (the big-host requests alone on the big hosts).
 func traceOutcome(seed uint64, days int) (upstream, ours, noRanks, ceiling traceResult) {
 	r := rand.New(rand.NewPCG(seed, 14))
@@ -192,59 +192,55 @@ func traceOutcome(seed uint64, days int) (upstream, ours, noRanks, ceiling trace
 }
 
 // traceLoads are the trace's horizons: 1,000 leases over 10 days ask
-// about twice what the hosts hold (heavy: the load at which today's
-// choice without size ranks loses about 6 % of the leases and 28 % of
-// the big-host ones to upstream's, near what issue 14 measured); over 30
-// days, about two thirds.
+// about twice what the hosts hold (heavy: the load at which the choice
+// before this trace, best fit in time without size classes, lost 6 % of
+// the leases and 28 % of the big-host ones to upstream's, near what issue
+// 14 measured); over 30 days, about two thirds.
 var traceLoads = []int{10, 30}
 
 // TestHostChoiceQuality replays seeded traces at both loads. On every
-// trace Leasehold's choice accepts at least as many big-host leases as
-// upstream's, at least 10 % more than without size ranks, and no more than
-// the ceiling; at the moderate load no fewer leases overall than
-// upstream's. Summed over the seeds, no fewer leases overall and at least
-// 5 % more big-host leases than upstream's at each load (measured: 9 % at
-// the heavy load, 8 % at the moderate one; issue 14 aims at 10 %, which
-// the moderate load's ceiling, 3 % above upstream on seed 1, rules out
+// trace Leasehold's choice accepts no fewer leases than upstream's, no
+// fewer big-host leases, and no more than the ceiling. Summed over the
+// seeds, at least 10 % more big-host leases than upstream's at the heavy
+// load (measured: 16 %, and 6 % more leases overall) and 5 % more at the
+// moderate one (measured: 8 %; the ceiling is only 10 % above upstream
 // there).
 func TestHostChoiceQuality(t *testing.T) {
 	for _, days := range traceLoads {
 		var sumUp, sumOurs traceResult
 		for seed := uint64(1); seed <= 5; seed++ {
 			up, ours, noRanks, ceil := traceOutcome(seed, days)
-			t.Logf("%d days, seed %d: upstream %d (big %d of %d), leasehold %d (big %d), without size ranks %d (big %d), ceiling big %d",
+			t.Logf("%d days, seed %d: upstream %d (big %d of %d), leasehold %d (big %d), without size classes %d (big %d), ceiling big %d",
 				days, seed, up.all, up.big, up.bigAsked, ours.all, ours.big, noRanks.all, noRanks.big, ceil.big)
 			sumUp.all += up.all
 			sumUp.big += up.big
 			sumOurs.all += ours.all
 			sumOurs.big += ours.big
+			if ours.all < up.all {
+				t.Errorf("%d days, seed %d: %d leases accepted, upstream's choice accepts %d", days, seed, ours.all, up.all)
+			}
 			if ours.big < up.big {
 				t.Errorf("%d days, seed %d: %d big-host leases accepted, upstream's choice accepts %d", days, seed, ours.big, up.big)
 			}
 			if ours.big > ceil.big {
 				t.Errorf("%d days, seed %d: %d big-host leases accepted, above the ceiling %d", days, seed, ours.big, ceil.big)
 			}
-			if float64(ours.big) < 1.1*float64(noRanks.big) {
-				t.Errorf("%d days, seed %d: %d big-host leases accepted, without size ranks %d: want 10%% more", days, seed, ours.big, noRanks.big)
-			}
-			if days >= 30 && ours.all < up.all {
-				t.Errorf("%d days, seed %d: %d leases accepted, upstream's choice accepts %d", days, seed, ours.all, up.all)
-			}
 		}
 		t.Logf("%d days, 5 seeds: upstream %d (big %d), leasehold %d (big %d)", days, sumUp.all, sumUp.big, sumOurs.all, sumOurs.big)
-		if sumOurs.all < sumUp.all {
-			t.Errorf("%d days: %d leases accepted over 5 seeds, upstream's choice accepts %d", days, sumOurs.all, sumUp.all)
+		want := 1.05
+		if days < 30 {
+			want = 1.10
 		}
-		if float64(sumOurs.big) < 1.05*float64(sumUp.big) {
-			t.Errorf("%d days: %d big-host leases accepted over 5 seeds, want 5%% more than upstream's %d", days, sumOurs.big, sumUp.big)
+		if float64(sumOurs.big) < want*float64(sumUp.big) {
+			t.Errorf("%d days: %d big-host leases accepted over 5 seeds, want %.0f%% of upstream's %d", days, sumOurs.big, 100*want, sumUp.big)
 		}
 	}
 }
 
 // BenchmarkHostChoiceQuality reports the trace's outcome (seed 1, each
 // load) as metrics: leases accepted overall and big-host leases accepted
-// by upstream's choice, Leasehold's, and Leasehold's without size ranks,
-// and the ceiling.
+// by upstream's choice, Leasehold's, and Leasehold's without size
+// classes, and the ceiling.
 func BenchmarkHostChoiceQuality(b *testing.B) {
 	for _, days := range traceLoads {
 		b.Run(strconv.Itoa(days)+"days", func(b *testing.B) {

@@ -85,19 +85,36 @@ func (d topDecision) finish(nHosts int, req HostRequest) (HostDecision, error) {
 
 // candLess orders free hosts: the smaller size rank first (the host
 // whose use loses the fewest big fits, see SizeRanks), then by fit in
-// time: fewer unbounded sides first (the window fills a hole between
-// reservations), then smaller leftover gap, then ID.
+// time (timeClass: a hole between two reservations last), then smaller
+// leftover gap, then ID.
 func candLess(hosts []Host, a, b *hostCand) bool {
 	if a.rank != b.rank {
 		return a.rank < b.rank
 	}
-	if a.open != b.open {
-		return a.open < b.open
+	if ta, tb := timeClass(a.open), timeClass(b.open); ta != tb {
+		return ta < tb
 	}
 	if a.gap != b.gap {
 		return a.gap < b.gap
 	}
 	return compareIDs(hosts[a.idx].ID, hosts[b.idx].ID) < 0
+}
+
+// timeClass orders a window's fit in time by its host's free interval
+// around it (open is the number of its unbounded sides). The lost
+// allocations in time: a window in a free interval unbounded on a side
+// loses no fit of any length there (what is left stays unbounded), one in
+// a hole between two reservations loses the fits the hole held. So a
+// host bounded on one side comes first (the window extends a booked
+// stretch: the smaller the gap the better), then an idle host, then a
+// hole (the tightest first). On the issue-14 trace this accepts 5 % more
+// leases than filling holes first at twice the hosts' capacity
+// (TestHostChoiceQuality).
+func timeClass(open int8) int8 {
+	if open == 0 {
+		return 3
+	}
+	return open
 }
 
 // compareIDs compares host IDs, numerically when both are decimal numbers

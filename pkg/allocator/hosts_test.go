@@ -45,16 +45,19 @@ func TestChooseHosts(t *testing.T) {
 				Summary: "chose 2 of 3 free hosts (3 hosts considered, 3 hosts match the properties)"},
 		},
 		{
-			name: "best fit in time",
+			// Bounded on one side first (nothing of the unbounded side is
+			// lost), then idle, then holes, the tightest first.
+			name: "fit in time",
 			hosts: []Host{
 				{ID: "a"},                             // idle: both sides open
 				{ID: "b", Busy: []Interval{iv(0, 9)}}, // one side bounded
 				{ID: "c", Busy: []Interval{iv(13, 20), iv(0, 8)}},  // hole of 2+1 h
 				{ID: "d", Busy: []Interval{iv(12, 20), iv(0, 10)}}, // exact hole
+				{ID: "e", Busy: []Interval{iv(0, 7)}},              // one side, 3 h away
 			},
-			req: HostRequest{Window: iv(10, 12), Min: 1, Max: 3},
-			want: HostDecision{Chosen: []string{"d", "c", "b"}, Matching: 4, Free: 4,
-				Summary: "chose 3 of 4 free hosts (4 hosts considered, 4 hosts match the properties)"},
+			req: HostRequest{Window: iv(10, 12), Min: 1, Max: 4},
+			want: HostDecision{Chosen: []string{"b", "e", "a", "d"}, Matching: 5, Free: 5,
+				Summary: "chose 4 of 5 free hosts (5 hosts considered, 5 hosts match the properties)"},
 		},
 		{
 			name: "busy and properties",
@@ -310,8 +313,8 @@ func cpuNow() int64 {
 
 // naiveChoose is the documented rule written plainly: repeatedly take the
 // free matching host whose failure domains hold the fewest chosen hosts,
-// then the one losing the fewest big fits (naiveLoses), then the tightest
-// fit (bounded sides first, then least slack), then the smallest ID.
+// then the one losing the fewest big fits (naiveLoses), then the fit in
+// time (naiveTimeClass, then least slack), then the smallest ID.
 func naiveChoose(rules *TagRules, hosts []Host, req HostRequest) []string {
 	lo, hi := req.Window.Start.Add(-req.Cleaning), req.Window.End.Add(req.Cleaning)
 	type cand struct {
@@ -385,8 +388,8 @@ func naiveChoose(rules *TagRules, hosts []Host, req HostRequest) []string {
 				switch {
 				case loses(c.h, b.h) != 0:
 					better = loses(c.h, b.h) < 0
-				case c.open != b.open:
-					better = c.open < b.open
+				case naiveTimeClass(c.open) != naiveTimeClass(b.open):
+					better = naiveTimeClass(c.open) < naiveTimeClass(b.open)
 				case c.gap != b.gap:
 					better = c.gap < b.gap
 				default:
@@ -404,6 +407,12 @@ func naiveChoose(rules *TagRules, hosts []Host, req HostRequest) []string {
 		out = append(out, cs[best].h.ID)
 	}
 	return out
+}
+
+// naiveTimeClass: bounded on one side first, then idle, then a hole
+// between two reservations.
+func naiveTimeClass(open int) int {
+	return map[int]int{1: 0, 2: 1, 0: 2}[open]
 }
 
 // naiveLoses compares two hosts by the big fits their use loses: the size
