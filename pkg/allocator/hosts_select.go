@@ -147,7 +147,7 @@ func isDigits(s string) bool {
 // pickHosts chooses n candidates. Without failure domains it keeps the n
 // best by fit (a bounded selection, O(len·n) for small n). With failure
 // domains it picks greedily: each step takes the candidate whose domains
-// already hold the fewest chosen hosts, then the best fit.
+// already hold the fewest chosen hosts, then the best by candLess.
 //
 // used, when not nil, holds per domain the hosts already placed there
 // (HostRequest.UsedDomains).
