@@ -34,7 +34,7 @@ type index struct {
 	infos  []Host
 	pos    map[string]int
 	// ranks are the hosts' size ranks (allocator.SizeRanks over the whole
-	// view; nil when every host has the same size).
+	// view; zeros when every host has the same size).
 	ranks []int32
 	// tagKeys are the host fields or extra capabilities that name failure
 	// domains (Config.Rules' location prefixes): a host whose key k has
@@ -177,6 +177,11 @@ func (x *index) setHostsLocked(infos []Host) {
 		x.pos[h.ID] = i
 	}
 	x.ranks = allocator.SizeRanks(x.hosts)
+	if x.ranks == nil {
+		// All one size: zeros, so the allocator need not find that out
+		// again on every choice.
+		x.ranks = make([]int32, len(x.hosts))
+	}
 }
 
 // domainTags are host h's failure-domain tags: "k:v" for every key k of
@@ -344,17 +349,12 @@ func (x *index) view(loT, hiT time.Time, exclude string, keep func(id string) bo
 	}
 	// The ranks of the whole view, not of the hosts kept: a host's rank
 	// must not depend on which others the caller looks at.
-	var ranks []int32
-	if x.ranks != nil {
-		ranks = make([]int32, 0, len(x.hosts))
-	}
+	ranks := make([]int32, 0, len(x.hosts))
 	for i, h := range x.hosts {
 		if keep != nil && !keep(h.ID) {
 			continue
 		}
-		if ranks != nil {
-			ranks = append(ranks, x.ranks[i])
-		}
+		ranks = append(ranks, x.ranks[i])
 		bounds := x.bounds[i]
 		if exclude != "" && slices.Contains(x.resOf[i], exclude) {
 			busy := make([]allocator.Interval, 0, len(h.Busy))
@@ -369,9 +369,6 @@ func (x *index) view(loT, hiT time.Time, exclude string, keep func(id string) bo
 			h.Busy = around(h.Busy, bounds, lo, hi)
 		}
 		hosts = append(hosts, h)
-	}
-	if ranks == nil {
-		ranks = make([]int32, len(hosts)) // all one size: no ranks to compute
 	}
 	fn(hosts, ranks, x.info)
 	clear(hosts)
@@ -393,28 +390,7 @@ func (x *index) choose(rules *allocator.TagRules, req allocator.HostRequest, mat
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	req.Match = match(x.info)
-	ranks := x.ranks
-	if ranks == nil {
-		ranks = zeroRanks(len(x.hosts))
-	}
-	return allocator.ChoosePrepared(rules, allocator.PreparedHosts{Hosts: x.hosts, Bounds: x.bounds, Sorted: x.sorted, Ranks: ranks}, req, allocator.ChooseOptions{OmitRejected: true})
-}
-
-// zeroBuf is shared all-zero ranks (never written): a view whose hosts
-// all have one size passes them instead of letting the allocator find
-// that out again on every choice.
-var zeroBuf struct {
-	sync.Mutex
-	r []int32
-}
-
-func zeroRanks(n int) []int32 {
-	zeroBuf.Lock()
-	defer zeroBuf.Unlock()
-	if len(zeroBuf.r) < n {
-		zeroBuf.r = make([]int32, n)
-	}
-	return zeroBuf.r[:n]
+	return allocator.ChoosePrepared(rules, allocator.PreparedHosts{Hosts: x.hosts, Bounds: x.bounds, Sorted: x.sorted, Ranks: x.ranks}, req, allocator.ChooseOptions{OmitRejected: true})
 }
 
 // earliest runs allocator.EarliestWindow on the whole view under the read
