@@ -406,3 +406,36 @@ func TestHealingAllowMigration(t *testing.T) {
 		})
 	}
 }
+
+// TestEarliestWindowTogether: two reservations of 2 hosts each over four
+// hosts, host 4 busy over [T, T+2h): each fits alone at T, both together
+// only from T+2h, on four different hosts. Three reservations of 2 never
+// fit four hosts: 409.
+func TestEarliestWindowTogether(t *testing.T) {
+	a := start(t)
+	for i := 1; i <= 4; i++ {
+		a.addHost(fmt.Sprintf("compute-%d", i), nil)
+	}
+	T := future(0)
+	a.hostLease("busy", T, T.Add(2*time.Hour), 1, 1, `["==", "$hypervisor_hostname", "compute-4"]`)
+	two := map[string]any{"resource_type": "physical:host", "min": 2, "max": 2, "hypervisor_properties": "", "resource_properties": ""}
+	out := a.must(http.StatusOK, "POST", "/v1/leases/earliest", map[string]any{
+		"after": T.Format("2006-01-02 15:04"), "duration": 3600, "reservations": []any{two, two}})
+	e := out["earliest"].(map[string]any)
+	if want := T.Add(2 * time.Hour).Format("2006-01-02T15:04:05.000000"); e["start_date"] != want {
+		t.Errorf("start %v, want %s", e["start_date"], want)
+	}
+	seen := map[string]bool{}
+	for _, r := range e["reservations"].([]any) {
+		for _, h := range r.(map[string]any)["resources"].([]any) {
+			seen[h.(string)] = true
+		}
+	}
+	if len(seen) != 4 {
+		t.Errorf("hosts of the two reservations %v, want four different ones", seen)
+	}
+	if code, out := a.do("POST", "/v1/leases/earliest", map[string]any{
+		"after": T.Format("2006-01-02 15:04"), "duration": 3600, "reservations": []any{two, two, two}}); code != http.StatusConflict {
+		t.Errorf("three reservations of 2 on four hosts: status %d, want 409: %v", code, out)
+	}
+}
