@@ -20,9 +20,9 @@ import (
 // choose runs the allocator on the view (never the database: it runs
 // inside the write transaction). exclude leaves out one reservation's
 // bookings; keep restricts the candidates. A refusal from a view that a
-// forced refresh might change is plugins.ErrStale. used are the hosts the
-// reservation or lease already holds (their failure domains count as used
-// in the spread).
+// forced refresh might change is plugins.ErrStale. usedHosts are the hosts
+// the reservation or lease already holds (their failure domains count as
+// used in the spread).
 func (p *Plugin) choose(tx *plugins.Tx, ps params, win allocator.Interval, min, max int, exclude string, keep func(string) bool, usedHosts []string) (allocator.HostDecision, error) {
 	used := p.idx.domainsOf(usedHosts)
 	var dec allocator.HostDecision
