@@ -48,25 +48,9 @@ func decodeEarliest(body map[string]any) (leases.EarliestRequest, error) {
 	if req.NotAfter, err = optString(body, "not_after"); err != nil {
 		return req, err
 	}
-	var secs float64
-	switch v := body["duration"].(type) {
-	case nil:
-		return req, errs.BadRequestf("Missing parameter duration (seconds)")
-	case float64:
-		secs = v
-	case json.Number:
-		if secs, err = v.Float64(); err != nil {
-			return req, malformed("duration")
-		}
-	default:
-		return req, malformed("duration")
+	if req.Duration, err = duration(body); err != nil {
+		return req, err
 	}
-	// At most about a century: beyond, the window passes the last date a
-	// lease may carry anyway.
-	if secs <= 0 || secs > maxEarliestSeconds || secs != math.Trunc(secs) {
-		return req, errs.BadRequestf("Malformed parameter duration: want a whole number of seconds from 1 to %d", maxEarliestSeconds)
-	}
-	req.Duration = time.Duration(secs) * time.Second
 	ress, err := objects(body, "reservations")
 	if err != nil {
 		return req, err
@@ -79,4 +63,48 @@ func decodeEarliest(body map[string]any) (leases.EarliestRequest, error) {
 		req.Reservations = append(req.Reservations, rr)
 	}
 	return req, nil
+}
+
+// duration reads "duration", a whole number of seconds.
+func duration(body map[string]any) (time.Duration, error) {
+	var secs float64
+	switch v := body["duration"].(type) {
+	case nil:
+		return 0, errs.BadRequestf("Missing parameter duration (seconds)")
+	case float64:
+		secs = v
+	case json.Number:
+		var err error
+		if secs, err = v.Float64(); err != nil {
+			return 0, malformed("duration")
+		}
+	default:
+		return 0, malformed("duration")
+	}
+	// At most about a century: beyond, the window passes the last date a
+	// lease may carry anyway.
+	if secs <= 0 || secs > maxEarliestSeconds || secs != math.Trunc(secs) {
+		return 0, errs.BadRequestf("Malformed parameter duration: want a whole number of seconds from 1 to %d", maxEarliestSeconds)
+	}
+	return time.Duration(secs) * time.Second, nil
+}
+
+// createEarliest serves POST /v1/leases with "start_date": "earliest"
+// (Leasehold's extension): the lease is created in the earliest window of
+// "duration" seconds, at or after "after" (default now), in which its
+// reservations fit.
+func (h *leaseHandlers) createEarliest(w http.ResponseWriter, r *http.Request, c leases.Caller, body map[string]any, req leases.CreateRequest) error {
+	d, err := duration(body)
+	if err != nil {
+		return err
+	}
+	after, err := optString(body, "after")
+	if err != nil {
+		return err
+	}
+	l, err := h.svc.CreateEarliest(r.Context(), c, req, after, d)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusCreated, map[string]any{"lease": l})
 }

@@ -265,6 +265,28 @@ func TestEarliestWindow(t *testing.T) {
 			t.Errorf("POST /v1/leases/earliest %v: status %d, want 400: %v", body, code, out)
 		}
 	}
+	// A lease created at "earliest": the window the search finds, T+8h.
+	three := map[string]any{"resource_type": "physical:host", "min": 3, "max": 3, "hypervisor_properties": "", "resource_properties": ""}
+	l := a.must(http.StatusCreated, "POST", "/v1/leases", map[string]any{"name": "asap", "start_date": "earliest",
+		"after": T.Format("2006-01-02 15:04"), "duration": 3600, "reservations": []any{three}})["lease"].(map[string]any)
+	if want := T.Add(8 * time.Hour).Format("2006-01-02T15:04:05.000000"); l["start_date"] != want {
+		t.Errorf("lease at earliest starts %v, want %s", l["start_date"], want)
+	}
+	if want := T.Add(9 * time.Hour).Format("2006-01-02T15:04:05.000000"); l["end_date"] != want {
+		t.Errorf("lease at earliest ends %v, want %s", l["end_date"], want)
+	}
+	if got := a.hostsOf(l["id"].(string)); len(got) != 3 {
+		t.Errorf("lease at earliest holds %v, want 3 hosts", got)
+	}
+	for _, body := range []map[string]any{
+		{"name": "x", "start_date": "earliest", "end_date": "2030-01-01 12:00", "duration": 60, "reservations": []any{three}},
+		{"name": "x", "start_date": "earliest", "reservations": []any{three}},
+		{"name": "x", "start_date": "earliest", "duration": 60},
+	} {
+		if code, out := a.do("POST", "/v1/leases", body); code != http.StatusBadRequest {
+			t.Errorf("POST /v1/leases %v: status %d, want 400: %v", body, code, out)
+		}
+	}
 	// GET /v1/leases/earliest is still the lease named "earliest".
 	if code, _ := a.do("GET", "/v1/leases/earliest", nil); code != http.StatusNotFound {
 		t.Errorf("GET /v1/leases/earliest: status %d, want 404", code)

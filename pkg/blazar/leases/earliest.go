@@ -182,3 +182,51 @@ func (s *Service) Earliest(ctx context.Context, c Caller, req EarliestRequest) (
 	}
 	return nil, errs.New(errs.NotEnoughResources, "No window found for these reservations together within %d rounds of the search; ask for them one at a time.", maxEarliestRounds)
 }
+
+// maxEarliestCreates bounds CreateEarliest's attempts (a window taken by
+// a concurrent request between the search and the create is searched
+// again).
+const maxEarliestCreates = 3
+
+// CreateEarliest creates lease req in the earliest window of duration d
+// at or after after (nil: now) in which its reservations fit: POST
+// /v1/leases with "start_date": "earliest" and "duration" (Leasehold's
+// extension). req must give no end_date. The window is searched (Earliest)
+// and the lease created for it through Create, with its usual checks; a
+// window another request took in between is searched again, a few times.
+func (s *Service) CreateEarliest(ctx context.Context, c Caller, req CreateRequest, after *string, d time.Duration) (*View, error) {
+	if req.EndDate != nil {
+		return nil, plugins.BadRequest(`A lease starting at "earliest" takes a duration (seconds), not an end_date`)
+	}
+	if len(req.Reservations) == 0 {
+		return nil, plugins.BadRequest(`A lease starting at "earliest" needs reservations to fit`)
+	}
+	var err error
+	for range maxEarliestCreates {
+		var win *EarliestWindow
+		if win, err = s.Earliest(ctx, c, EarliestRequest{After: after, Duration: d, Reservations: req.Reservations}); err != nil {
+			return nil, err
+		}
+		start, perr := time.Parse(DateFormat, win.StartDate)
+		if perr != nil {
+			return nil, perr
+		}
+		end, perr := time.Parse(DateFormat, win.EndDate)
+		if perr != nil {
+			return nil, perr
+		}
+		r := req
+		startS, endS := start.Format(inputFormats[0]), end.Format(inputFormats[0])
+		if !start.After(s.now()) {
+			startS = "now" // the search starts at now truncated to the minute
+		}
+		r.StartDate, r.EndDate = &startS, &endS
+		var v *View
+		v, err = s.Create(ctx, c, r)
+		if errs.Is(err, errs.NotEnoughResources) {
+			continue // taken since the search
+		}
+		return v, err
+	}
+	return nil, err
+}
