@@ -11,6 +11,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/auth"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // stamp renders created_at/updated_at as Blazar's to_dict does (Python's
@@ -127,7 +128,17 @@ func (h *hostHandlers) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := authorize(r.Context(), "blazar:oshosts:delete", ""); err != nil {
 		return err
 	}
-	if err := h.svc.Delete(r.Context(), chi.URLParam(r, "host_id")); err != nil {
+	del := h.svc.Delete
+	switch strings.ToLower(r.URL.Query().Get("force")) {
+	case "", "false", "0":
+	case "true", "1":
+		// Leasehold: a failed host goes even while reserved, its
+		// reservations healed first (README, "Extensions").
+		del = h.svc.DeleteForce
+	default:
+		return errs.BadRequestf("Malformed parameter force: want true or false")
+	}
+	if err := del(r.Context(), chi.URLParam(r, "host_id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -85,9 +85,16 @@ func (h *leaseHandlers) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req, err := decodeRequest(r, decodeCreate)
+	var body map[string]any
+	if err := DecodeBody(r, &body); err != nil {
+		return err
+	}
+	req, err := decodeCreate(body)
 	if err != nil {
 		return err
+	}
+	if req.StartDate != nil && *req.StartDate == "earliest" {
+		return h.createEarliest(w, r, c, body, req) // earliest.go
 	}
 	l, err := h.svc.Create(r.Context(), c, req)
 	if err != nil {

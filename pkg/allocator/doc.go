@@ -63,14 +63,25 @@
 //   - Between Min and Max hosts are chosen, as many as possible (Blazar's
 //     semantics). Fewer than Min free hosts is a *NotEnoughHostsError that
 //     carries the decision and explains the shortfall.
-//   - Best fit in time: hosts whose window sits in a hole between two
-//     reservations come first, then hosts bounded on one side, then idle
-//     hosts; within each class, the smaller the free time left around the
-//     window, the better. This keeps long free stretches (and idle hosts)
-//     open for later, longer leases.
+//   - Fewest big fits lost first (SizeRanks): the hosts' (memory, vCPUs,
+//     disk) profiles are size classes, largest first; a host loses a fit
+//     of every class it can hold, and the host whose loss vector is
+//     lexicographically smallest comes first. A request that small hosts
+//     match goes to them while they are free, keeping the big hosts for
+//     the requests only they can serve (Ganeti's lost-allocations metric
+//     of partitioned allocation, applied to whole hosts).
+//   - Then the fit in time, by the fits the window loses there: in a free
+//     interval unbounded on a side it loses none (what is left stays
+//     unbounded), in a hole between two reservations it loses the fits the
+//     hole held. Hosts bounded on one side come first (the window extends
+//     a booked stretch), then idle hosts, then holes; within each class,
+//     the smaller the free time left around the window, the better.
 //   - Failure domains (TagRules.LocationPrefixes, Ganeti's
 //     htools:nlocation:P) spread the choice softly: each step takes the host
-//     whose domains already hold the fewest chosen hosts, then the best fit.
+//     whose domains already hold the fewest chosen hosts (counting
+//     HostRequest.UsedDomains: hosts the lease or reservation already
+//     holds), then the best host by the rules above. A min=max=N request
+//     spans N domains whenever N domains have a free matching host.
 //   - Remaining ties go to the smaller host ID (numeric order for numeric
 //     IDs, as Blazar's are).
 //

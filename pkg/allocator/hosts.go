@@ -39,6 +39,11 @@ type HostRequest struct {
 	// Match evaluates the caller's property requirements; nil matches all
 	// hosts. When ok is false, reason says which requirement failed.
 	Match func(*Host) (ok bool, reason string)
+	// UsedDomains are failure-domain tags already holding hosts of the
+	// same reservation or lease (kept hosts on an update or a heal, the
+	// lease's earlier reservations), one entry per host: the spread
+	// counts them as if chosen first.
+	UsedDomains []string
 }
 
 // Rejection tells why a host cannot be used.
@@ -96,6 +101,9 @@ var ErrInvalidRequest = errors.New("invalid host request")
 // hostCand is a free, matching host.
 type hostCand struct {
 	idx int32
+	// rank is the host's size rank (SizeRanks): lower loses fewer big
+	// fits.
+	rank int32
 	// open is the number of sides (0..2) of the window without any
 	// reservation; gap is the free time (ns) between the window (with
 	// cleaning) and the neighbouring reservations on the bounded sides.
@@ -120,10 +128,15 @@ func ChooseHosts(rules *TagRules, hosts []Host, req HostRequest) (HostDecision, 
 // or after the previous one's end). A host is then checked with one
 // binary search instead of a pass over all its reservations. Bounds and
 // Sorted may be nil (or Sorted[i] false): those hosts are scanned in full.
+//
+// Ranks, when not nil, are the hosts' size ranks (SizeRanks over these
+// hosts or over a larger view they were taken from); nil computes
+// SizeRanks(Hosts).
 type PreparedHosts struct {
 	Hosts  []Host
 	Bounds [][]int64
 	Sorted []bool
+	Ranks  []int32
 }
 
 // ChooseOptions tune ChoosePrepared.
@@ -142,6 +155,9 @@ func ChoosePrepared(rules *TagRules, p PreparedHosts, req HostRequest, opt Choos
 
 func chooseHosts(rules *TagRules, p PreparedHosts, req HostRequest, opt ChooseOptions) (HostDecision, error) {
 	hosts := p.Hosts
+	if p.Ranks == nil {
+		p.Ranks = SizeRanks(hosts)
+	}
 	var dec HostDecision
 	if !req.Window.Start.Before(req.Window.End) {
 		return dec, fmt.Errorf("%w: window end %s is not after its start %s", ErrInvalidRequest,
@@ -232,7 +248,7 @@ func chooseHosts(rules *TagRules, p PreparedHosts, req HostRequest, opt ChooseOp
 			rb.add(&dec, h.ID, start)
 			continue
 		}
-		c := hostCand{open: sc.open, gap: sc.gap}
+		c := hostCand{open: sc.open, gap: sc.gap, rank: p.rank(i)}
 		c.idx = int32(i)
 		if len(locPrefixes) > 0 {
 			c.dOff = int32(len(doms))
@@ -264,7 +280,16 @@ func chooseHosts(rules *TagRules, p PreparedHosts, req HostRequest, opt ChooseOp
 		return dec, &NotEnoughHostsError{Decision: dec, Needed: req.Min}
 	}
 	n := min(req.Max, len(cands))
-	chosen := pickHosts(hosts, cands, doms, len(domIDs), n)
+	var used []int32
+	if len(domIDs) > 0 && len(req.UsedDomains) > 0 {
+		used = make([]int32, len(domIDs))
+		for _, t := range req.UsedDomains {
+			if id, ok := domIDs[t]; ok {
+				used[id]++
+			}
+		}
+	}
+	chosen := pickHosts(hosts, cands, doms, len(domIDs), n, used)
 	dec.Chosen = make([]string, len(chosen))
 	for i, c := range chosen {
 		dec.Chosen[i] = hosts[c.idx].ID

@@ -108,6 +108,14 @@ func scanBusy(busy []Interval, lo, hi int64) scanResult {
 
 func (p *PreparedHosts) sorted(i int) bool { return p.Sorted != nil && p.Sorted[i] }
 
+// rank is host i's size rank (0 without ranks).
+func (p *PreparedHosts) rank(i int) int32 {
+	if p.Ranks == nil {
+		return 0
+	}
+	return p.Ranks[i]
+}
+
 // scan is scanBusy for host i, by binary search when it is prepared.
 func (p *PreparedHosts) scan(i int, lo, hi int64) scanResult {
 	if p.sorted(i) {

@@ -45,7 +45,7 @@ func chooseTop(hosts []Host, p PreparedHosts, req HostRequest, lo, hi int64, loc
 			continue
 		}
 		d.free++
-		c := hostCand{idx: int32(i), open: sc.open, gap: sc.gap}
+		c := hostCand{idx: int32(i), open: sc.open, gap: sc.gap, rank: p.rank(i)}
 		top := d.top
 		if len(top) == n && !candLess(hosts, &c, &top[n-1]) {
 			continue
@@ -83,16 +83,38 @@ func (d topDecision) finish(nHosts int, req HostRequest) (HostDecision, error) {
 	return dec, nil
 }
 
-// candLess orders free hosts by fit: fewer unbounded sides first (the window
-// fills a hole between reservations), then smaller leftover gap, then ID.
+// candLess orders free hosts: the smaller size rank first (the host
+// whose use loses the fewest big fits, see SizeRanks), then by fit in
+// time (timeClass: a hole between two reservations last), then smaller
+// leftover gap, then ID.
 func candLess(hosts []Host, a, b *hostCand) bool {
-	if a.open != b.open {
-		return a.open < b.open
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	if ta, tb := timeClass(a.open), timeClass(b.open); ta != tb {
+		return ta < tb
 	}
 	if a.gap != b.gap {
 		return a.gap < b.gap
 	}
 	return compareIDs(hosts[a.idx].ID, hosts[b.idx].ID) < 0
+}
+
+// timeClass orders a window's fit in time by its host's free interval
+// around it (open is the number of its unbounded sides). The lost
+// allocations in time: a window in a free interval unbounded on a side
+// loses no fit of any length there (what is left stays unbounded), one in
+// a hole between two reservations loses the fits the hole held. So a
+// host bounded on one side comes first (the window extends a booked
+// stretch: the smaller the gap the better), then an idle host, then a
+// hole (the tightest first). On the issue-14 trace this accepts 5 % more
+// leases than filling holes first at twice the hosts' capacity
+// (TestHostChoiceQuality).
+func timeClass(open int8) int8 {
+	if open == 0 {
+		return 3
+	}
+	return open
 }
 
 // compareIDs compares host IDs, numerically when both are decimal numbers
@@ -125,8 +147,11 @@ func isDigits(s string) bool {
 // pickHosts chooses n candidates. Without failure domains it keeps the n
 // best by fit (a bounded selection, O(len·n) for small n). With failure
 // domains it picks greedily: each step takes the candidate whose domains
-// already hold the fewest chosen hosts, then the best fit.
-func pickHosts(hosts []Host, cands []hostCand, doms []int32, nDoms, n int) []hostCand {
+// already hold the fewest chosen hosts, then the best by candLess.
+//
+// used, when not nil, holds per domain the hosts already placed there
+// (HostRequest.UsedDomains).
+func pickHosts(hosts []Host, cands []hostCand, doms []int32, nDoms, n int, used []int32) []hostCand {
 	if nDoms == 0 && n <= 32 && n < len(cands) {
 		// Keep the n best in an insertion-sorted array.
 		top := make([]hostCand, 0, n+1)
@@ -153,6 +178,7 @@ func pickHosts(hosts []Host, cands []hostCand, doms []int32, nDoms, n int) []hos
 		}
 	}
 	usage := make([]int32, nDoms)
+	copy(usage, used)
 	taken := make([]bool, len(cands))
 	out := make([]hostCand, 0, n)
 	for len(out) < n {

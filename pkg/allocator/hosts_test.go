@@ -45,16 +45,19 @@ func TestChooseHosts(t *testing.T) {
 				Summary: "chose 2 of 3 free hosts (3 hosts considered, 3 hosts match the properties)"},
 		},
 		{
-			name: "best fit in time",
+			// Bounded on one side first (nothing of the unbounded side is
+			// lost), then idle, then holes, the tightest first.
+			name: "fit in time",
 			hosts: []Host{
 				{ID: "a"},                             // idle: both sides open
 				{ID: "b", Busy: []Interval{iv(0, 9)}}, // one side bounded
 				{ID: "c", Busy: []Interval{iv(13, 20), iv(0, 8)}},  // hole of 2+1 h
 				{ID: "d", Busy: []Interval{iv(12, 20), iv(0, 10)}}, // exact hole
+				{ID: "e", Busy: []Interval{iv(0, 7)}},              // one side, 3 h away
 			},
-			req: HostRequest{Window: iv(10, 12), Min: 1, Max: 3},
-			want: HostDecision{Chosen: []string{"d", "c", "b"}, Matching: 4, Free: 4,
-				Summary: "chose 3 of 4 free hosts (4 hosts considered, 4 hosts match the properties)"},
+			req: HostRequest{Window: iv(10, 12), Min: 1, Max: 4},
+			want: HostDecision{Chosen: []string{"b", "e", "a", "d"}, Matching: 5, Free: 5,
+				Summary: "chose 4 of 5 free hosts (5 hosts considered, 5 hosts match the properties)"},
 		},
 		{
 			name: "busy and properties",
@@ -207,6 +210,9 @@ func TestChooseHostsProperties(t *testing.T) {
 		var rules *TagRules
 		if racks > 0 {
 			rules = &TagRules{LocationPrefixes: []string{"rack"}}
+			for range rapid.IntRange(0, 3).Draw(rt, "used") {
+				req.UsedDomains = append(req.UsedDomains, "rack:r"+strconv.Itoa(rapid.IntRange(0, racks).Draw(rt, "usedRack")))
+			}
 		}
 		dec, err := ChooseHosts(rules, hosts, req)
 		dec2, err2 := ChooseHosts(rules, hosts, req)
@@ -307,8 +313,8 @@ func cpuNow() int64 {
 
 // naiveChoose is the documented rule written plainly: repeatedly take the
 // free matching host whose failure domains hold the fewest chosen hosts,
-// then the tightest fit (bounded sides first, then least slack), then the
-// smallest ID.
+// then the one losing the fewest big fits (naiveLoses), then the fit in
+// time (naiveTimeClass, then least slack), then the smallest ID.
 func naiveChoose(rules *TagRules, hosts []Host, req HostRequest) []string {
 	lo, hi := req.Window.Start.Add(-req.Cleaning), req.Window.End.Add(req.Cleaning)
 	type cand struct {
@@ -317,6 +323,7 @@ func naiveChoose(rules *TagRules, hosts []Host, req HostRequest) []string {
 		gap  time.Duration
 		doms []string
 	}
+	loses := naiveLoses(hosts)
 	var cs []cand
 	for i := range hosts {
 		h := &hosts[i]
@@ -360,6 +367,9 @@ func naiveChoose(rules *TagRules, hosts []Host, req HostRequest) []string {
 		return nil
 	}
 	used := map[string]int{}
+	for _, d := range req.UsedDomains {
+		used[d]++
+	}
 	var out []string
 	taken := make([]bool, len(cs))
 	for len(out) < min(req.Max, len(cs)) {
@@ -376,8 +386,10 @@ func naiveChoose(rules *TagRules, hosts []Host, req HostRequest) []string {
 			if !better && use == bestUse {
 				b := cs[best]
 				switch {
-				case c.open != b.open:
-					better = c.open < b.open
+				case loses(c.h, b.h) != 0:
+					better = loses(c.h, b.h) < 0
+				case naiveTimeClass(c.open) != naiveTimeClass(b.open):
+					better = naiveTimeClass(c.open) < naiveTimeClass(b.open)
 				case c.gap != b.gap:
 					better = c.gap < b.gap
 				default:
@@ -395,6 +407,60 @@ func naiveChoose(rules *TagRules, hosts []Host, req HostRequest) []string {
 		out = append(out, cs[best].h.ID)
 	}
 	return out
+}
+
+// naiveTimeClass: bounded on one side first, then idle, then a hole
+// between two reservations.
+func naiveTimeClass(open int) int {
+	return map[int]int{1: 0, 2: 1, 0: 2}[open]
+}
+
+// naiveLoses compares two hosts by the big fits their use loses: the size
+// classes are the (memory, vCPUs, disk) profiles of all hosts, largest
+// first; a host loses a fit of every class it can hold; the first class
+// where exactly one of the two loses decides (-1: a loses less).
+func naiveLoses(hosts []Host) func(a, b *Host) int {
+	type prof [3]int64
+	seen := map[prof]bool{}
+	var classes []prof
+	for _, h := range hosts {
+		p := prof{h.MemoryMB, h.VCPUs, h.DiskGB}
+		if !seen[p] {
+			seen[p] = true
+			classes = append(classes, p)
+		}
+	}
+	slices.SortFunc(classes, func(a, b prof) int {
+		for k := range a {
+			if a[k] != b[k] {
+				return cmpInt(b[k], a[k])
+			}
+		}
+		return 0
+	})
+	holds := func(h *Host, c prof) bool { return h.MemoryMB >= c[0] && h.VCPUs >= c[1] && h.DiskGB >= c[2] }
+	return func(a, b *Host) int {
+		for _, c := range classes {
+			ha, hb := holds(a, c), holds(b, c)
+			if ha != hb {
+				if hb {
+					return -1
+				}
+				return 1
+			}
+		}
+		return 0
+	}
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // prepare builds PreparedHosts for hosts: a host whose reservations are

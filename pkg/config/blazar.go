@@ -1,6 +1,9 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Blazar holds the blazar.conf settings of the lease side, under the
 // names blazar.conf gives them, so an existing blazar.conf can be read:
@@ -8,6 +11,8 @@ import "fmt"
 //	[DEFAULT] cleaning_time
 //	[manager] minutes_before_end_lease, event_max_retries
 //	[physical:host] cleaning_time, before_end, randomize_host_selection
+//	                (and Leasehold's failure_domains, migration_classes,
+//	                allow_migration)
 //	[enforcement] enabled_filters, max_lease_duration, …
 //
 // In YAML/TOML the same keys nest under manager:, "physical:host": and
@@ -48,6 +53,18 @@ type PhysicalHost struct {
 	// BEST-EFFORT lease may plan, with a host's tags being its extra
 	// capabilities as "key:value".
 	ClusterTags []string `mapstructure:"cluster_tags"`
+	// FailureDomains (Leasehold) are host fields or extra capabilities
+	// naming failure domains, e.g. "rack, power": a reservation's hosts
+	// are spread over the values (Ganeti's htools:nlocation:rack).
+	FailureDomains []string `mapstructure:"failure_domains"`
+	// MigrationClasses (Leasehold) are host fields or extra capabilities
+	// naming migration classes (Ganeti's htools:migration:x): healing
+	// moves a reservation only to a host of the same classes, or one that
+	// AllowMigration lets receive them.
+	MigrationClasses []string `mapstructure:"migration_classes"`
+	// AllowMigration (Leasehold) lists "key:from::key:to" permissions
+	// (Ganeti's htools:allowmigration:from::to).
+	AllowMigration []string `mapstructure:"allow_migration"`
 }
 
 // Enforcement is blazar.conf's [enforcement] section.
@@ -88,6 +105,9 @@ func init() {
 		"physical:host.before_end":                           "",
 		"physical:host.randomize_host_selection":             false,
 		"physical:host.cluster_tags":                         []string{},
+		"physical:host.failure_domains":                      []string{},
+		"physical:host.migration_classes":                    []string{},
+		"physical:host.allow_migration":                      []string{},
 		"enforcement.enabled_filters":                        []string{},
 		"enforcement.max_lease_duration":                     -1,
 		"enforcement.max_lease_duration_exempt_project_ids":  []string{},
@@ -117,6 +137,15 @@ func (b *Blazar) Normalize() error {
 	b.Enforcement.EnabledFilters = splitList(b.Enforcement.EnabledFilters)
 	b.PhysicalHost.ClusterTags = splitList(b.PhysicalHost.ClusterTags)
 	b.Enforcement.MaxLeaseDurationExemptProjectIDs = splitList(b.Enforcement.MaxLeaseDurationExemptProjectIDs)
+	b.PhysicalHost.FailureDomains = splitList(b.PhysicalHost.FailureDomains)
+	b.PhysicalHost.MigrationClasses = splitList(b.PhysicalHost.MigrationClasses)
+	b.PhysicalHost.AllowMigration = splitList(b.PhysicalHost.AllowMigration)
+	for _, r := range b.PhysicalHost.AllowMigration {
+		from, to, ok := strings.Cut(r, "::")
+		if !ok || from == "" || to == "" || strings.Contains(to, "::") {
+			return fmt.Errorf("config: physical:host.allow_migration %q: want from::to, e.g. hv:old::hv:new", r)
+		}
+	}
 	switch b.PhysicalHost.BeforeEnd {
 	case "", "snapshot":
 	default:

@@ -44,6 +44,9 @@ minutes_before_end_lease = 30
 [physical:host]
 before_end = snapshot
 cleaning_time = 10
+failure_domains = rack, power
+migration_classes = hv
+allow_migration = hv:old::hv:new
 
 [enforcement]
 enabled_filters = MaxLeaseDurationFilter,ExternalServiceFilter
@@ -66,7 +69,8 @@ external_service_on_end_endpoint = http://example.test/end
 	want := Blazar{
 		CleaningTime: 5,
 		Manager:      Manager{MinutesBeforeEndLease: 30, EventMaxRetries: 1},
-		PhysicalHost: PhysicalHost{CleaningTime: 10, BeforeEnd: "snapshot"},
+		PhysicalHost: PhysicalHost{CleaningTime: 10, BeforeEnd: "snapshot", FailureDomains: []string{"rack", "power"},
+			MigrationClasses: []string{"hv"}, AllowMigration: []string{"hv:old::hv:new"}},
 		Enforcement: Enforcement{
 			EnabledFilters:                   []string{"MaxLeaseDurationFilter", "ExternalServiceFilter"},
 			MaxLeaseDuration:                 86400,
@@ -87,6 +91,8 @@ external_service_on_end_endpoint = http://example.test/end
 func TestBlazarNormalizeRejects(t *testing.T) {
 	for _, b := range []Blazar{
 		{PhysicalHost: PhysicalHost{BeforeEnd: "reboot"}},
+		{PhysicalHost: PhysicalHost{AllowMigration: []string{"hv:old"}}},
+		{PhysicalHost: PhysicalHost{AllowMigration: []string{"::hv:new"}}},
 		{Enforcement: Enforcement{EnabledFilters: []string{"MaxReservationLengthFilter"}}},
 	} {
 		if err := b.Normalize(); err == nil {

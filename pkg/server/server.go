@@ -182,7 +182,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 
 	// Blazar: hosts, the reservation types, leases and their events.
 	s.Hosts = hosts.New(d, drv)
-	tagRules := allocator.ParseClusterTags(bc.PhysicalHost.ClusterTags)
+	tagRules := hostRules(bc.PhysicalHost)
 	// BEST-EFFORT leases clear hosts by moving other projects' instances:
 	// Placement consumers rewritten in standalone mode, live migrations
 	// with a driver that has them.
@@ -193,7 +193,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// reservation id).
 	inst := instance.New(s.Hosts, instance.Config{
 		Cleaning:   time.Duration(bc.HostCleaningMinutes()) * time.Minute,
-		Rules:      &tagRules,
+		Rules:      tagRules,
 		CheckHosts: hosts.ReservableTx,
 		Flavors:    drv.Name() != "standalone",
 	})
@@ -202,7 +202,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 			Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
 			DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
 			CheckHosts:       hosts.ReservableTx,
-			Rules:            &tagRules,
+			Rules:            tagRules,
 			ClearHosts:       drv.Name() == "standalone" || canMigrate,
 			Driver:           drv.Name(),
 		}, nil),
@@ -224,6 +224,12 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	}, nil, func() { s.Events.Notify(); s.Outbox.Notify() })
 	s.Events = events.New(d, s.Leases, evCfg, nil)
 	s.Scheduler = scheduler.New(d, s.Hosts, nil)
+	// A host made non-reservable or deleted by force: its reservations
+	// move to equivalent free hosts.
+	s.Hosts.SetHealer(func(ctx context.Context, id string, lookup func(string) (string, bool)) error {
+		_, err := s.Leases.HealHost(ctx, id, lookup)
+		return err
+	})
 
 	// External calls, after the commits that decided them.
 	handlers := hostplugin.OutboxHandlers(drv)
@@ -255,6 +261,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// (instrument); /healthcheck and /metrics are not.
 	rt := blazarapi.NewRouterWithPolicy(blazarPolicy)
 	blazarapi.RegisterLeases(rt, s.Leases)
+	blazarapi.RegisterEarliest(rt, s.Leases)
 	blazarapi.RegisterHosts(rt, s.Hosts)
 	blazarapi.RegisterFloatingIPs(rt, s.Hosts)
 	blazarapi.RegisterScheduler(rt, s.Scheduler)
@@ -345,6 +352,23 @@ func ensureFreePool(ctx context.Context, drv compute.Driver) {
 		}
 		wait = min(2*wait, time.Minute)
 	}
+}
+
+// hostRules are the allocator's tag rules for host reservations: the
+// configured failure-domain and migration-class keys (host fields or
+// extra capabilities) as Ganeti-style tag prefixes.
+// Ganeti-style cluster_tags (htools:nlocation, htools:migration,
+// htools:allowmigration) and the named keys add up: one set of rules
+// serves host choice, healing and the BEST-EFFORT moves.
+func hostRules(ph config.PhysicalHost) *allocator.TagRules {
+	r := allocator.ParseClusterTags(ph.ClusterTags)
+	r.LocationPrefixes = append(r.LocationPrefixes, ph.FailureDomains...)
+	r.MigrationPrefixes = append(r.MigrationPrefixes, ph.MigrationClasses...)
+	for _, a := range ph.AllowMigration {
+		from, to, _ := strings.Cut(a, "::") // checked by config.Blazar.Normalize
+		r.AllowMigration = append(r.AllowMigration, allocator.MigrationRule{From: from, To: to})
+	}
+	return &r
 }
 
 // buildMetrics builds the metrics registry on d's pool when [metrics]

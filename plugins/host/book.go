@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,15 +20,18 @@ import (
 // choose runs the allocator on the view (never the database: it runs
 // inside the write transaction). exclude leaves out one reservation's
 // bookings; keep restricts the candidates. A refusal from a view that a
-// forced refresh might change is plugins.ErrStale.
-func (p *Plugin) choose(tx *plugins.Tx, ps params, win allocator.Interval, min, max int, exclude string, keep func(string) bool) (allocator.HostDecision, error) {
+// forced refresh might change is plugins.ErrStale. usedHosts are the hosts
+// the reservation or lease already holds (their failure domains count as
+// used in the spread).
+func (p *Plugin) choose(tx *plugins.Tx, ps params, win allocator.Interval, min, max int, exclude string, keep func(string) bool, usedHosts []string) (allocator.HostDecision, error) {
+	used := p.idx.domainsOf(usedHosts)
 	var dec allocator.HostDecision
 	var err error
 	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
-	p.idx.view(lo, hi, exclude, keep, func(hosts []allocator.Host, info func(string) *Host) {
-		dec, err = allocator.ChooseHosts(p.cfg.Rules, hosts, allocator.HostRequest{
-			Window: win, Cleaning: p.cfg.Cleaning, Min: min, Max: max, Match: ps.match(info),
-		})
+	p.idx.view(lo, hi, exclude, keep, func(hosts []allocator.Host, ranks []int32, info func(string) *Host) {
+		dec, err = allocator.ChoosePrepared(p.cfg.Rules, allocator.PreparedHosts{Hosts: hosts, Ranks: ranks}, allocator.HostRequest{
+			Window: win, Cleaning: p.cfg.Cleaning, Min: min, Max: max, Match: ps.match(info), UsedDomains: used,
+		}, allocator.ChooseOptions{})
 	})
 	var ne *allocator.NotEnoughHostsError
 	if errors.As(err, &ne) && !tx.Fresh {
@@ -200,7 +205,12 @@ func (p *Plugin) chooseNew(c *choice, excluded map[string]bool, fresh bool) erro
 			}
 		}
 	}
-	dec, err := p.idx.choose(p.cfg.Rules, c.req, match)
+	req := c.req
+	if len(c.taken) > 0 {
+		// The lease's earlier reservations count in the spread.
+		req.UsedDomains = p.idx.domainsOf(slices.Sorted(maps.Keys(c.taken)))
+	}
+	dec, err := p.idx.choose(p.cfg.Rules, req, match)
 	var ne *allocator.NotEnoughHostsError
 	if errors.As(err, &ne) && !fresh {
 		err = fmt.Errorf("%w: %w", plugins.ErrStale, err)

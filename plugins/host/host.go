@@ -86,6 +86,9 @@ type Config struct {
 	// for lack of hosts always reloads first.
 	HostTTL, AllocTTL time.Duration
 	// Rules are the allocator's tag rules (failure domains); may be nil.
+	// A location prefix P names a host field or extra capability: a host
+	// whose P is v is in failure domain "P:v" (as a Ganeti node tagged
+	// P:v under the cluster tag htools:nlocation:P).
 	Rules *allocator.TagRules
 	// CheckHosts, when set, tells inside the transaction (after the hosts
 	// are locked) which of them still exist and are reservable
@@ -123,7 +126,11 @@ func New(src Source, g *gorm.DB, cfg Config, now func() time.Time) *Plugin {
 	if now == nil {
 		now = time.Now
 	}
-	return &Plugin{src: src, db: g, cfg: cfg, now: now}
+	pl := &Plugin{src: src, db: g, cfg: cfg, now: now}
+	if cfg.Rules != nil {
+		pl.idx.tagKeys = cfg.Rules.LocationPrefixes
+	}
+	return pl
 }
 
 // ResourceType implements plugins.Plugin.

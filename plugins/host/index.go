@@ -33,7 +33,14 @@ type index struct {
 	bounds [][]int64
 	infos  []Host
 	pos    map[string]int
-	loaded bool
+	// ranks are the hosts' size ranks (allocator.SizeRanks over the whole
+	// view; zeros when every host has the same size).
+	ranks []int32
+	// tagKeys are the host fields or extra capabilities that name failure
+	// domains (Config.Rules' location prefixes): a host whose key k has
+	// the value v carries the allocator tag "k:v".
+	tagKeys []string
+	loaded  bool
 	// hostsAt and allocsAt are when hosts and allocations were last
 	// loaded in full.
 	hostsAt, allocsAt time.Time
@@ -70,7 +77,7 @@ func (x *index) reload(ctx context.Context, src Source, g *gorm.DB, now time.Tim
 	if err != nil {
 		return err
 	}
-	var nx index
+	nx := index{tagKeys: x.tagKeys}
 	nx.setHostsLocked(infos)
 	nx.addRowsLocked(rows)
 	nx.packBoundsLocked()
@@ -78,6 +85,7 @@ func (x *index) reload(ctx context.Context, src Source, g *gorm.DB, now time.Tim
 	defer x.mu.Unlock()
 	x.hosts, x.resOf, x.infos, x.pos = nx.hosts, nx.resOf, nx.infos, nx.pos
 	x.disjoint, x.bounds, x.sorted = nx.disjoint, nx.bounds, nx.sorted
+	x.ranks = nx.ranks
 	x.loaded = true
 	x.hostsAt, x.allocsAt = now, now
 	return nil
@@ -162,10 +170,47 @@ func (x *index) setHostsLocked(infos []Host) {
 	x.sorted = make([]bool, len(infos))
 	x.bounds = make([][]int64, len(infos))
 	x.pos = make(map[string]int, len(infos))
-	for i, h := range infos {
-		x.hosts[i] = allocator.Host{ID: h.ID, Name: h.HypervisorHostname}
+	for i := range infos {
+		h := &infos[i]
+		x.hosts[i] = allocator.Host{ID: h.ID, Name: h.HypervisorHostname,
+			VCPUs: h.VCPUs, MemoryMB: h.MemoryMB, DiskGB: h.LocalGB, Tags: domainTags(h, x.tagKeys)}
 		x.pos[h.ID] = i
 	}
+	x.ranks = allocator.SizeRanks(x.hosts)
+	if x.ranks == nil {
+		// All one size: zeros, so the allocator need not find that out
+		// again on every choice.
+		x.ranks = make([]int32, len(x.hosts))
+	}
+}
+
+// domainTags are host h's failure-domain tags: "k:v" for every key k of
+// keys that h has (a field or an extra capability) with a value v.
+func domainTags(h *Host, keys []string) []string {
+	var tags []string
+	for _, k := range keys {
+		if v, ok := h.Lookup(k); ok && v != "" {
+			tags = append(tags, k+":"+v)
+		}
+	}
+	return tags
+}
+
+// domainsOf are the failure-domain tags of the hosts ids (one entry per
+// host and tag), for allocator.HostRequest.UsedDomains.
+func (x *index) domainsOf(ids []string) []string {
+	if len(x.tagKeys) == 0 || len(ids) == 0 {
+		return nil
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []string
+	for _, id := range ids {
+		if i, ok := x.pos[id]; ok {
+			out = append(out, x.hosts[i].Tags...)
+		}
+	}
+	return out
 }
 
 func (x *index) addRowsLocked(rows []allocRow) {
@@ -292,7 +337,7 @@ var hostBufs sync.Pool
 // bookings that matter for the window [lo, hi) (see around). When exclude
 // is not empty, the bookings of that reservation are left out, and only
 // hosts whose id keep allows are passed (nil keeps all).
-func (x *index) view(loT, hiT time.Time, exclude string, keep func(id string) bool, fn func(hosts []allocator.Host, info func(id string) *Host)) {
+func (x *index) view(loT, hiT time.Time, exclude string, keep func(id string) bool, fn func(hosts []allocator.Host, ranks []int32, info func(id string) *Host)) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	lo, hi := loT.UnixNano(), hiT.UnixNano()
@@ -302,10 +347,14 @@ func (x *index) view(loT, hiT time.Time, exclude string, keep func(id string) bo
 	} else {
 		hosts = make([]allocator.Host, 0, len(x.hosts))
 	}
+	// The ranks of the whole view, not of the hosts kept: a host's rank
+	// must not depend on which others the caller looks at.
+	ranks := make([]int32, 0, len(x.hosts))
 	for i, h := range x.hosts {
 		if keep != nil && !keep(h.ID) {
 			continue
 		}
+		ranks = append(ranks, x.ranks[i])
 		bounds := x.bounds[i]
 		if exclude != "" && slices.Contains(x.resOf[i], exclude) {
 			busy := make([]allocator.Interval, 0, len(h.Busy))
@@ -321,7 +370,7 @@ func (x *index) view(loT, hiT time.Time, exclude string, keep func(id string) bo
 		}
 		hosts = append(hosts, h)
 	}
-	fn(hosts, x.info)
+	fn(hosts, ranks, x.info)
 	clear(hosts)
 	hostBufs.Put(&hosts)
 }
@@ -341,5 +390,14 @@ func (x *index) choose(rules *allocator.TagRules, req allocator.HostRequest, mat
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	req.Match = match(x.info)
-	return allocator.ChoosePrepared(rules, allocator.PreparedHosts{Hosts: x.hosts, Bounds: x.bounds, Sorted: x.sorted}, req, allocator.ChooseOptions{OmitRejected: true})
+	return allocator.ChoosePrepared(rules, allocator.PreparedHosts{Hosts: x.hosts, Bounds: x.bounds, Sorted: x.sorted, Ranks: x.ranks}, req, allocator.ChooseOptions{OmitRejected: true})
+}
+
+// earliest runs allocator.EarliestWindow on the whole view under the read
+// lock.
+func (x *index) earliest(req allocator.EarliestRequest, match func(info func(id string) *Host) func(*allocator.Host) (bool, string)) (allocator.EarliestResult, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	req.Match = match(x.info)
+	return allocator.EarliestWindow(allocator.PreparedHosts{Hosts: x.hosts, Bounds: x.bounds, Sorted: x.sorted}, req)
 }

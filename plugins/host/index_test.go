@@ -59,9 +59,16 @@ func TestIndexChooseSameDecision(t *testing.T) {
 		n := rapid.IntRange(1, 10).Draw(rt, "hosts")
 		infos := make([]Host, n)
 		for i := range infos {
-			infos[i] = Host{ID: fmt.Sprint(i + 1), HypervisorHostname: fmt.Sprint("h", i+1)}
+			infos[i] = Host{ID: fmt.Sprint(i + 1), HypervisorHostname: fmt.Sprint("h", i+1),
+				MemoryMB:          int64(rapid.SampledFrom([]int{0, 128, 1024}).Draw(rt, "mem")),
+				ExtraCapabilities: map[string]string{"rack": fmt.Sprint(rapid.IntRange(0, 2).Draw(rt, "rack"))}}
 		}
+		var rules *allocator.TagRules
 		var x index
+		if rapid.Bool().Draw(rt, "racks") {
+			rules = &allocator.TagRules{LocationPrefixes: []string{"rack"}}
+			x.tagKeys = rules.LocationPrefixes
+		}
 		x.setHostsLocked(infos)
 		row := func(res string) allocRow {
 			h := rapid.IntRange(1, n).Draw(rt, "host")
@@ -97,8 +104,8 @@ func TestIndexChooseSameDecision(t *testing.T) {
 			Min:      rapid.IntRange(0, n).Draw(rt, "min"),
 		}
 		req.Max = max(req.Min, 1) + rapid.IntRange(0, 3).Draw(rt, "extra")
-		got, gerr := x.choose(nil, req, func(func(string) *Host) func(*allocator.Host) (bool, string) { return nil })
-		want, werr := allocator.ChooseHosts(nil, x.hosts, req)
+		got, gerr := x.choose(rules, req, func(func(string) *Host) func(*allocator.Host) (bool, string) { return nil })
+		want, werr := allocator.ChooseHosts(rules, x.hosts, req)
 		want.Rejected = nil
 		if fmt.Sprint(gerr) != fmt.Sprint(werr) {
 			rt.Fatalf("errors differ: %v vs %v", gerr, werr)

@@ -150,8 +150,9 @@ func TestBlazarCLILeases(t *testing.T) {
 	if out := srv.MustRun(t, "blazar", append(asOther, "lease-list")...); strings.Contains(out, id) {
 		t.Errorf("another project lists the lease:\n%s", out)
 	}
-	// A reserved host cannot be deleted.
-	wantFail(t, srv, "The host is reserved.", "blazar", "host-delete", "compute-1")
+	// A reserved host cannot be deleted (lease1b kept compute-2 when its
+	// max went down to 1: the smaller host, leaving compute-1 free).
+	wantFail(t, srv, "The host is reserved.", "blazar", "host-delete", "compute-2")
 
 	// A lease without reservations (the blazar CLI allows it).
 	srv.MustRun(t, "blazar", "lease-create", "--start-date", "2030-05-01 12:00", "--end-date", "2030-05-02 12:00", "noreservation")

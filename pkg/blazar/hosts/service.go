@@ -101,6 +101,8 @@ type Service struct {
 	cacheAll     []Host
 
 	now func() time.Time
+	// healer re-places a failed host's reservations (SetHealer).
+	healer HealFunc
 }
 
 // New returns a Service on d using the compute driver drv.

@@ -181,6 +181,12 @@ func (s *Service) Update(ctx context.Context, id string, body map[string]any) (*
 	if err != nil {
 		return nil, err
 	}
+	if reservable != nil && !*reservable {
+		// A host taken out of service: its reservations move (heal.go).
+		if err := s.heal(ctx, out); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
