@@ -21,7 +21,8 @@ import (
 // traits, aggregates, inventory and usage and is current as of the call
 // (its marker is read after the request arrived); only the matching
 // providers' own columns (name, generation, times) are then read, in one
-// statement. A filter naming something the snapshot does not know (an
+// statement, or on SQLite taken from the rows kept since the last commit
+// anywhere (PRAGMA data_version). A filter naming something the snapshot does not know (an
 // unknown trait, class, aggregate or in_tree provider) and the name and
 // uuid filters go to the database path, which words upstream's errors and
 // empty answers and applies the database's collation.
