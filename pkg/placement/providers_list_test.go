@@ -242,7 +242,9 @@ func TestListProvidersSeesRename(t *testing.T) {
 func TestParseSQLiteTime(t *testing.T) {
 	const layout = "2006-01-02 15:04:05.999999999-07:00"
 	rapid.Check(t, func(t *rapid.T) {
-		sec := rapid.Int64Range(0, 253402300799).Draw(t, "sec") // years 1970–9999
+		// Years 1970–9999 in every zone (a day short of year 10000 in UTC,
+		// which a zone east of it would write as a five-digit year).
+		sec := rapid.Int64Range(0, 253402300799-86400).Draw(t, "sec")
 		nsec := rapid.Int64Range(0, 999999999).Draw(t, "nsec")
 		if rapid.Bool().Draw(t, "micro") {
 			nsec -= nsec % 1000
@@ -260,7 +262,7 @@ func TestParseSQLiteTime(t *testing.T) {
 		if !ok || !got.Equal(in) {
 			t.Fatalf("parseSQLiteTime(%q) = %v, %v; want %v", s, got, ok, in)
 		}
-		if _, fast := parseTimeFast(s); !fast && in.Year() < 10000 {
+		if _, fast := parseTimeFast(s); !fast {
 			t.Fatalf("%q took the slow path", s)
 		}
 	})
