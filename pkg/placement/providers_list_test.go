@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -286,6 +287,76 @@ func TestParseSQLiteTime(t *testing.T) {
 		got, ok := parseSQLiteTime(tc.in)
 		if ok != tc.ok || !got.Equal(tc.want) {
 			t.Errorf("parseSQLiteTime(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestListProvidersConcurrentWrites lists from several goroutines while
+// another Service renames providers: every listing succeeds and shows
+// each provider under a name it had, and the listing after the last
+// rename shows the last names.
+func TestListProvidersConcurrentWrites(t *testing.T) {
+	d := dbtest.Open(t)
+	s, other := NewService(d, Config{}), NewService(d, Config{})
+	ctx := context.Background()
+	var uuids []string
+	for i := range 4 {
+		p, err := other.CreateProvider(ctx, fmt.Sprintf("p%d-v0", i), "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uuids = append(uuids, p.UUID)
+	}
+	const rounds = 20
+	done := make(chan struct{})
+	errc := make(chan error, 5)
+	go func() {
+		defer close(done)
+		for r := 1; r <= rounds; r++ {
+			for i, u := range uuids {
+				if _, err := other.UpdateProvider(ctx, u, fmt.Sprintf("p%d-v%d", i, r), false, nil, true); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}
+	}()
+	var readers sync.WaitGroup
+	for range 4 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				ps, err := s.ListProviders(ctx, ProviderFilter{})
+				if err != nil {
+					errc <- err
+					return
+				}
+				for i, p := range ps {
+					var idx, ver int
+					if _, err := fmt.Sscanf(p.Name, "p%d-v%d", &idx, &ver); err != nil || idx != i || ver > rounds {
+						errc <- fmt.Errorf("provider %d listed as %q", i, p.Name)
+						return
+					}
+				}
+			}
+		})
+	}
+	readers.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	ps, err := s.ListProviders(ctx, ProviderFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range ps {
+		if want := fmt.Sprintf("p%d-v%d", i, rounds); p.Name != want {
+			t.Errorf("after the writes provider %d is %q, want %q", i, p.Name, want)
 		}
 	}
 }
