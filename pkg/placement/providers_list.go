@@ -23,11 +23,17 @@ import (
 // providers' own columns (name, generation, times) are then read, in one
 // statement, or on SQLite taken from the rows kept since the last commit
 // anywhere (PRAGMA data_version). A filter naming something the snapshot does not know (an
-// unknown trait, class, aggregate or in_tree provider) and the name and
-// uuid filters go to the database path, which words upstream's errors and
+// unknown trait, class, aggregate or in_tree provider), the name and
+// uuid filters, and in_tree on MySQL go to the database path, which words upstream's errors and
 // empty answers and applies the database's collation.
 func (s *Service) ListProviders(ctx context.Context, f ProviderFilter) ([]Provider, error) {
 	if f.Name != "" || f.UUID != "" {
+		return s.listProvidersSQL(ctx, f)
+	}
+	if f.InTree != "" && s.db.Dialect != db.SQLite {
+		// One tree is a few indexed rows, cheaper to read than the
+		// snapshot's marker is on MySQL (a scan of five tables); this is
+		// the call nova-compute makes for its node on every update.
 		return s.listProvidersSQL(ctx, f)
 	}
 	snap, err := s.candidateSnapshot(ctx)
