@@ -17,6 +17,10 @@ type Lease struct {
 	Degraded  bool       `gorm:"not null;default:false"`
 	CreatedAt time.Time  `gorm:"autoCreateTime:false"`
 	UpdatedAt *time.Time `gorm:"autoUpdateTime:false"`
+	// LeaseType is SCHEDULE, IMMEDIATE or BEST-EFFORT (migration 0009);
+	// Timeout is a BEST-EFFORT lease's timeout in seconds.
+	LeaseType string `gorm:"size:16;not null;default:SCHEDULE"`
+	Timeout   *int
 }
 
 // Reservation is one resource request of a lease; ResourceID points at the

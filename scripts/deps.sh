@@ -19,13 +19,23 @@
 #                                   Chromium (tests/horizon); with --no-install-recommends
 #                                   no Apache is installed (the package only drops a
 #                                   file in /etc/apache2/conf-available)
+#   rabbitmq-server python3-oslo.messaging
+#                                   a real RabbitMQ and oslo.messaging's notification
+#                                   listener for the usage notifications (tests/notify;
+#                                   the test starts its own node, never the system one)
+#   python3-nova python3-placement python3-oslotest python3-wsgi-intercept
+#                                   nova-box (real Nova API, scheduler, conductor and fake
+#                                   computes in one process) for tests/nova, with the
+#                                   upstream BlazarFilter from ../shared/vendor/blazar-nova,
+#                                   and for tests/novafilter (LeaseholdFilter in Nova's
+#                                   scheduler, its unit tests on nova.tests' fake HostState)
 #
 # The packages' init scripts are kept from starting anything (a system
 # MariaDB on 3306 is never started or touched): a policy-rc.d that denies
 # every service start is in place while apt-get runs, unless one exists.
 set -euo pipefail
 
-PKGS="${LEASEHOLD_DEPS:-mariadb-server mariadb-client python3-gabbi python3-yaml curl ganeti-htools python3-blazarclient python3-openstackclient python3-osc-placement wrk python3-keystone uwsgi-plugin-python3 jq sqlite3 openstack-dashboard chromium chromium-driver python3-selenium}"
+PKGS="${LEASEHOLD_DEPS:-mariadb-server mariadb-client python3-gabbi python3-yaml curl ganeti-htools python3-blazarclient python3-openstackclient python3-osc-placement wrk python3-keystone uwsgi-plugin-python3 jq sqlite3 openstack-dashboard chromium chromium-driver python3-selenium rabbitmq-server python3-oslo.messaging python3-nova python3-placement python3-oslotest python3-wsgi-intercept}"
 
 missing=()
 for p in $PKGS; do

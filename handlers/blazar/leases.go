@@ -205,6 +205,12 @@ func decodeCreate(body map[string]any) (leases.CreateRequest, error) {
 	if err := leaseFields(body, &req.Name, &req.StartDate, &req.EndDate, &req.BeforeEndDate); err != nil {
 		return req, err
 	}
+	// The lease kind (a Leasehold extension, see leases.KindSchedule).
+	var err error
+	if req.LeaseType, err = optString(body, "lease_type"); err != nil {
+		return req, err
+	}
+	req.Timeout = body["timeout"]
 	ress, err := objects(body, "reservations")
 	if err != nil {
 		return req, err

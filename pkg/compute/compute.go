@@ -100,4 +100,69 @@ type Driver interface {
 	// CleanupServers deletes the servers left on the hosts when a lease
 	// ends and waits until they are gone.
 	CleanupServers(ctx context.Context, hostnames []string) error
+
+	// EnsureFreePool creates the freepool aggregate when it is missing
+	// (at start; the pool operations create it too).
+	EnsureFreePool(ctx context.Context) error
+	// CreateReservationAggregate creates the reservation's aggregate
+	// (owner metadata, no hosts) when the reservation is created, as
+	// upstream does; DeleteReservationAggregate takes any hosts left out
+	// of it and deletes it (a reservation deleted, or ended without
+	// having started).
+	CreateReservationAggregate(ctx context.Context, agg ReservationAggregate) error
+	DeleteReservationAggregate(ctx context.Context, agg ReservationAggregate) error
+	// SnapshotServers asks for an image of every server on the hosts
+	// (the before_end "snapshot" action).
+	SnapshotServers(ctx context.Context, hostnames []string) error
+	// HostStatuses is every compute host's status (StatusUp, StatusDown,
+	// StatusDisabled) by host name; nil when the driver cannot tell.
+	HostStatuses(ctx context.Context) (map[string]string, error)
+
+	// The flavors of instance reservations. CreateReservationFlavor
+	// creates a private flavor (succeeding when it exists);
+	// AddFlavorAccess lets a project use it; DeleteReservationFlavor
+	// deletes the servers using it, waits until they are gone, then
+	// deletes it (succeeding when it is gone).
+	CreateReservationFlavor(ctx context.Context, f FlavorSpec) error
+	AddFlavorAccess(ctx context.Context, flavorID, projectID string) error
+	DeleteReservationFlavor(ctx context.Context, flavorID string) error
+
+	// LiveMigrate moves a server to targetHost and waits (bounded) until
+	// it runs there; ServersOnHostDetail lists the servers on a host
+	// with their owners and sizes (for planning moves).
+	LiveMigrate(ctx context.Context, serverID, targetHost string) error
+	ServersOnHostDetail(ctx context.Context, hostname string) ([]Server, error)
+}
+
+// StatusKey is the extra capability that records a host the compute
+// service reports down or disabled (value StatusDown or StatusDisabled);
+// such a host is registered, or kept, as not reservable until the
+// service reports it up again (the key then reads StatusUp).
+const StatusKey = "compute_status"
+
+// The values of StatusKey.
+const (
+	StatusUp       = "up"
+	StatusDown     = "down"
+	StatusDisabled = "disabled"
+)
+
+// FlavorSpec is the private flavor of an instance reservation.
+type FlavorSpec struct {
+	// ID is the flavor id (the reservation id); Name its name.
+	ID, Name string
+	VCPUs    int64
+	MemoryMB int64
+	DiskGB   int64
+	// ExtraSpecs are set on the flavor (e.g. resources:CUSTOM_RESERVATION_…=1,
+	// aggregate_instance_extra_specs:reservation=<id>).
+	ExtraSpecs map[string]string
+}
+
+// Server is a server on a compute host, with its flavor's size.
+type Server struct {
+	ID, ProjectID string
+	FlavorVCPUs   int64
+	FlavorRAM     int64 // MB
+	FlavorDisk    int64 // GB
 }

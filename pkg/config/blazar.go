@@ -42,6 +42,12 @@ type PhysicalHost struct {
 	// RandomizeHostSelection is accepted for compatibility; the allocator
 	// is deterministic and ignores it.
 	RandomizeHostSelection bool `mapstructure:"randomize_host_selection"`
+	// ClusterTags are Ganeti-style cluster tags for the allocator
+	// (Leasehold's, not blazar.conf's): htools:migration:x and
+	// htools:allowmigration:y::z restrict the instance moves a
+	// BEST-EFFORT lease may plan, with a host's tags being its extra
+	// capabilities as "key:value".
+	ClusterTags []string `mapstructure:"cluster_tags"`
 }
 
 // Enforcement is blazar.conf's [enforcement] section.
@@ -79,6 +85,7 @@ func init() {
 		"physical:host.cleaning_time":                        -1,
 		"physical:host.before_end":                           "",
 		"physical:host.randomize_host_selection":             false,
+		"physical:host.cluster_tags":                         []string{},
 		"enforcement.enabled_filters":                        []string{},
 		"enforcement.max_lease_duration":                     -1,
 		"enforcement.max_lease_duration_exempt_project_ids":  []string{},
@@ -106,6 +113,7 @@ func (b *Blazar) HostCleaningMinutes() int {
 // INI) and checks the enumerated values.
 func (b *Blazar) Normalize() error {
 	b.Enforcement.EnabledFilters = splitList(b.Enforcement.EnabledFilters)
+	b.PhysicalHost.ClusterTags = splitList(b.PhysicalHost.ClusterTags)
 	b.Enforcement.MaxLeaseDurationExemptProjectIDs = splitList(b.Enforcement.MaxLeaseDurationExemptProjectIDs)
 	switch b.PhysicalHost.BeforeEnd {
 	case "", "snapshot":

@@ -41,8 +41,14 @@ type Config struct {
 	// KeystoneAuthtoken is used when Auth is "keystone" (see keystone.go).
 	KeystoneAuthtoken KeystoneAuthtoken `mapstructure:"keystone_authtoken"`
 	Metrics           Metrics           `mapstructure:"metrics"`
+	// Compute and Nova choose and reach the compute service (see
+	// compute.go).
+	Compute Compute `mapstructure:"compute"`
+	Nova    Nova    `mapstructure:"nova"`
 	// Blazar holds blazar.conf's lease settings (see blazar.go).
 	Blazar Blazar `mapstructure:",squash"`
+	// Messaging holds the usage notifications' settings (see notify.go).
+	Messaging Messaging `mapstructure:",squash"`
 }
 
 // Placement holds the [placement] section.
@@ -209,6 +215,7 @@ func Load(fs *pflag.FlagSet) (*Config, error) {
 	c.CORS.AllowHeaders = splitList(c.CORS.AllowHeaders)
 	c.CORS.AllowMethods = splitList(c.CORS.AllowMethods)
 	c.CORS.ExposeHeaders = splitList(c.CORS.ExposeHeaders)
+	c.Messaging.Normalize()
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
@@ -217,6 +224,9 @@ func Load(fs *pflag.FlagSet) (*Config, error) {
 
 func (c *Config) validate() error {
 	if err := c.normalizeAuth(); err != nil {
+		return err
+	}
+	if err := c.normalizeCompute(); err != nil {
 		return err
 	}
 	switch c.Placement.PolicyMode {

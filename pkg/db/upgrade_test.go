@@ -34,6 +34,7 @@ const (
 	upProject     = "c2a5d7e9f1b34c6d8e0a2b4c6d8e0f1a"
 	upUser        = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
 	upLease       = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e01"
+	upKindsLease  = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e07"
 	upReservation = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e02"
 	upHostResv    = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e03"
 	upHostAlloc   = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e04"
@@ -283,6 +284,28 @@ var upgradeFixtures = []upgradeFixture{
 			}
 			if v.UpdatedAt == nil || *v.UpdatedAt != leases.FormatStamp(micro) {
 				t.Errorf("updated_at after the upgrade = %v, want %s (microseconds kept)", stringOf(v.UpdatedAt), leases.FormatStamp(micro))
+			}
+		},
+	},
+	{
+		name: "lease kinds", since: "0009_lease_kinds",
+		write: func(t *testing.T, d *db.DB, _ map[string]bool) {
+			mustExec(t, d, `INSERT INTO leases (id, name, user_id, project_id, start_date, end_date, trust_id, status, degraded, created_at, updated_at, lease_type, timeout)
+ VALUES (?, 'best-effort', ?, ?, ?, ?, '', 'IN-PROGRESS', ?, ?, NULL, 'BEST-EFFORT', 600)`, upKindsLease, upUser, upProject, upStart, upEnd, false, upCreated)
+		},
+		check: func(t *testing.T, d *db.DB) {
+			svc, _ := leasestest.New(d, leasestest.NewHosts(1, nil), leasestest.NewClock(upCreated), leasestest.Options{})
+			v, err := svc.Get(context.Background(), leases.Caller{Admin: true}, upKindsLease)
+			if err != nil {
+				t.Fatalf("lease: %v", err)
+			}
+			if v.LeaseType != "BEST-EFFORT" || v.Timeout == nil || *v.Timeout != 600 || v.Status != "IN-PROGRESS" {
+				t.Errorf("lease kind = %s, timeout %v, status %s; want BEST-EFFORT, 600, IN-PROGRESS", v.LeaseType, v.Timeout, v.Status)
+			}
+			// A lease written before 0009 is a SCHEDULE lease without a
+			// timeout.
+			if v, err := svc.Get(context.Background(), leases.Caller{Admin: true}, upLease); err == nil && (v.LeaseType != "SCHEDULE" || v.Timeout != nil) {
+				t.Errorf("older lease kind = %s, timeout %v; want SCHEDULE, none", v.LeaseType, v.Timeout)
 			}
 		},
 	},

@@ -415,3 +415,36 @@ func TestNewKeystoneRefusesIncompleteConfig(t *testing.T) {
 		t.Fatalf("NewKeystone = %v", err)
 	}
 }
+
+// TestKeystoneCacheStats: the counters the metrics export follow what
+// happened: a first validation misses and calls Keystone, a repeat hits,
+// an expired entry misses and calls again, a refused token is a hit the
+// second time; Keystone calls equal the fake's validations.
+func TestKeystoneCacheStats(t *testing.T) {
+	f := newFake(t)
+	k, clk := newTestKeystone(t, f, nil)
+	f.Add("tok", keystonetest.Token("u1", "p1", clk.Now().Add(time.Hour), "member"))
+	steps := []struct {
+		advance time.Duration
+		revoke  bool
+		want    CacheStats
+	}{
+		{0, false, CacheStats{Misses: 1, KeystoneCalls: 1, Entries: 1}},
+		{0, false, CacheStats{Hits: 1, Misses: 1, KeystoneCalls: 1, Entries: 1}},
+		{time.Minute, true, CacheStats{Hits: 1, Misses: 2, KeystoneCalls: 2, Entries: 1}},
+		{0, false, CacheStats{Hits: 2, Misses: 2, KeystoneCalls: 2, Entries: 1}},
+	}
+	for i, s := range steps {
+		clk.Add(s.advance)
+		if s.revoke {
+			f.Revoke("tok")
+		}
+		_, _ = k.Authenticate(request("tok"))
+		if diff := cmp.Diff(s.want, k.CacheStats()); diff != "" {
+			t.Errorf("step %d (-want +got):\n%s", i, diff)
+		}
+	}
+	if got := k.CacheStats().KeystoneCalls; got != uint64(f.Validations()) {
+		t.Errorf("%d Keystone calls counted, the fake saw %d", got, f.Validations())
+	}
+}

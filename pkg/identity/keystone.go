@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -47,6 +48,8 @@ type Keystone struct {
 	ttl       time.Duration // <0: no cache
 	cache     *tokenCache
 	flights   flightGroup
+	// stats counts cache hits, misses and Keystone calls (CacheStats).
+	hits, misses, calls atomic.Uint64
 
 	mu  sync.Mutex
 	svc *gophercloud.ServiceClient // the identity endpoint, logged in; nil until the first use
@@ -119,6 +122,23 @@ func (k *Keystone) Challenge() string { return k.challenge }
 // CacheLen is the number of token results held (for tests and metrics).
 func (k *Keystone) CacheLen() int { return k.cache.len() }
 
+// CacheStats are the token cache's counters since start.
+type CacheStats struct {
+	// Hits are validations answered from the cache; Misses those that
+	// were not (they called Keystone, or waited for a concurrent call
+	// about the same token).
+	Hits, Misses uint64
+	// KeystoneCalls are the token validations asked of Keystone.
+	KeystoneCalls uint64
+	// Entries are the results held now.
+	Entries int
+}
+
+// CacheStats returns the token cache's counters (for metrics).
+func (k *Keystone) CacheStats() CacheStats {
+	return CacheStats{Hits: k.hits.Load(), Misses: k.misses.Load(), KeystoneCalls: k.calls.Load(), Entries: k.cache.len()}
+}
+
 // Waiting is the number of requests waiting for a Keystone call that
 // another request with the same token started.
 func (k *Keystone) Waiting() int { return k.flights.waiting() }
@@ -167,8 +187,10 @@ func (k *Keystone) Validate(ctx context.Context, tok string) (*auth.Identity, er
 	}
 	key := keyOf(tok)
 	if res, ok := k.cache.get(key, k.now()); ok {
+		k.hits.Add(1)
 		return res.id, res.err
 	}
+	k.misses.Add(1)
 	res := k.flights.do(ctx, key, func() result {
 		// Another flight may have filled the cache since the look-up.
 		if res, ok := k.cache.get(key, k.now()); ok {
@@ -176,6 +198,7 @@ func (k *Keystone) Validate(ctx context.Context, tok string) (*auth.Identity, er
 		}
 		// The call is shared: the first caller leaving must not cancel it
 		// for the others (the HTTP client's timeout bounds it).
+		k.calls.Add(1)
 		res, expires := k.fetch(context.WithoutCancel(ctx), tok)
 		// Valid and refused tokens are cached, outages are not.
 		if k.ttl > 0 && (res.err == nil || errs.Is(res.err, errs.Unauthorized)) {

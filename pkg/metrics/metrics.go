@@ -298,3 +298,40 @@ func PolicyRule() policy.Rule {
 
 // RuleGet names PolicyRule.
 const RuleGet = "leasehold:metrics:get"
+
+// TokenCacheStats are the token cache's counters as AddTokenCache reads
+// them.
+type TokenCacheStats struct {
+	Hits, Misses, KeystoneCalls uint64
+	Entries                     int
+}
+
+// AddTokenCache exports the Keystone token cache's counters, read from
+// stats at every scrape: hits, misses, Keystone validation calls and the
+// entries held.
+func (m *Metrics) AddTokenCache(stats func() TokenCacheStats) error {
+	cs := []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "token_cache_hits_total",
+			Help: "Token validations answered from the token cache.",
+		}, func() float64 { return float64(stats().Hits) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "token_cache_misses_total",
+			Help: "Token validations the token cache could not answer (each called Keystone or waited for a concurrent call about the same token).",
+		}, func() float64 { return float64(stats().Misses) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "keystone_token_validations_total",
+			Help: "Token validations asked of Keystone.",
+		}, func() float64 { return float64(stats().KeystoneCalls) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "token_cache_entries",
+			Help: "Token validation results held in the token cache.",
+		}, func() float64 { return float64(stats().Entries) }),
+	}
+	for _, c := range cs {
+		if err := m.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

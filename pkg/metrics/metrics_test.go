@@ -236,3 +236,31 @@ func TestObservers(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenCacheMetrics: the token cache counters are read at every
+// scrape, so each scrape shows the values of that moment.
+func TestTokenCacheMetrics(t *testing.T) {
+	m, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := TokenCacheStats{Hits: 7, Misses: 3, KeystoneCalls: 2, Entries: 2}
+	if err := m.AddTokenCache(func() TokenCacheStats { return st }); err != nil {
+		t.Fatal(err)
+	}
+	read := func() []float64 {
+		g := gather(t, m.Registry())
+		return []float64{g["leasehold_token_cache_hits_total"][""], g["leasehold_token_cache_misses_total"][""],
+			g["leasehold_keystone_token_validations_total"][""], g["leasehold_token_cache_entries"][""]}
+	}
+	if diff := cmp.Diff([]float64{7, 3, 2, 2}, read()); diff != "" {
+		t.Errorf("first scrape (-want +got):\n%s", diff)
+	}
+	st = TokenCacheStats{Hits: 9, Misses: 4, KeystoneCalls: 3, Entries: 1}
+	if diff := cmp.Diff([]float64{9, 4, 3, 1}, read()); diff != "" {
+		t.Errorf("second scrape (-want +got):\n%s", diff)
+	}
+	if err := m.AddTokenCache(func() TokenCacheStats { return st }); err == nil {
+		t.Error("registering the token cache twice was accepted")
+	}
+}

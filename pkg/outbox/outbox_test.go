@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -902,4 +903,30 @@ func TestOnRunOutcomes(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("OnRun (-want +got):\n%s", diff)
 	}
+}
+
+// TestKeepRetrying: a kind KeepRetrying names is retried past
+// MaxAttempts until it succeeds; other kinds still fail for good.
+func TestKeepRetrying(t *testing.T) {
+	forDialects(t, func(t *testing.T, d *db.DB) {
+		var runs atomic.Int32
+		h := func(context.Context, json.RawMessage) error {
+			if runs.Add(1) <= 5 {
+				return errors.New("message bus unavailable")
+			}
+			return nil
+		}
+		down := func(context.Context, json.RawMessage) error { return errors.New("compute service unavailable") }
+		cfg := outbox.Config{ID: "w", MaxAttempts: 3, Backoff: func(int) time.Duration { return 0 },
+			KeepRetrying: func(kind string) bool { return kind == "test.notify" }}
+		w := outbox.NewWorker(d, map[string]outbox.Handler{"test.notify": h, "test.effect": down}, cfg, newClock(t0).Now)
+		enqueue(t, d, act("test.notify", "n", 1), act("test.effect", "e", 2))
+		if n := runDue(t, w); n != 6+3 {
+			t.Fatalf("RunDue = %d, want 6 runs of the notification and 3 of the effect", n)
+		}
+		rs := list(t, d)
+		if len(rs) != 1 || rs[0].Kind != "test.effect" || rs[0].Status != outbox.StatusFailed || rs[0].Attempts != 3 {
+			t.Fatalf("rows: %+v, want only the effect, FAILED after 3 attempts", rs)
+		}
+	})
 }

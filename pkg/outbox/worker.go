@@ -41,6 +41,13 @@ type Config struct {
 	// MaxAttempts is how many runs a row gets; a failure of the last one
 	// makes it FAILED (default 10).
 	MaxAttempts int
+	// KeepRetrying, when set, names the kinds whose handler failures
+	// never use up MaxAttempts: such a row is retried after Backoff until
+	// it succeeds or fails Permanent (a usage notification waits out a
+	// message-bus outage of any length). Claims that expire still count
+	// against MaxAttempts, so a row that kills its process every time
+	// still ends FAILED.
+	KeepRetrying func(kind string) bool
 	// Backoff is the wait before run attempt+1 after run attempt (1 for
 	// the first) failed (default DefaultBackoff).
 	Backoff func(attempt int) time.Duration
@@ -516,7 +523,7 @@ func (w *Worker) succeed(ctx context.Context, r Record, next bool) *Record {
 // fail records a handler failure: a retry after Backoff, or FAILED when
 // err is permanent or the attempts are used up.
 func (w *Worker) fail(ctx context.Context, r Record, err error) {
-	final := IsPermanent(err) || r.Attempts >= w.cfg.MaxAttempts
+	final := IsPermanent(err) || (r.Attempts >= w.cfg.MaxAttempts && (w.cfg.KeepRetrying == nil || !w.cfg.KeepRetrying(r.Kind)))
 	if final {
 		w.observe(r.Kind, RunFailed)
 	} else {

@@ -3,7 +3,8 @@ package policy
 // Blazar's documented defaults (blazar/policies/*.py): leases are the
 // project's (readers read, members write) or the admin's; hosts and their
 // allocations and properties are the admin's; floating IPs are read like
-// leases and managed by the admin.
+// leases and managed by the admin. Leasehold adds the scheduler filter
+// endpoint, for the admin or a service user.
 
 // blazarDeprecatedReason is upstream's reason for replacing
 // admin_or_owner with the role-based rules.
@@ -96,5 +97,11 @@ func BlazarRules() []Rule {
 		{Name: "blazar:floatingips:delete", Check: "rule:admin",
 			Description: "Policy rule for Delete Floating IP API.",
 			Operations:  []Operation{{"DELETE", v("/floatingips/{floatingip_id}")}}, ScopeTypes: project},
+
+		// Leasehold's own: the endpoint Nova's LeaseholdFilter calls with
+		// the scheduler's service credentials.
+		{Name: "leasehold:scheduler:filter", Check: "rule:admin or role:service",
+			Description: "Ask which candidate hosts may take an instance now (Nova's LeaseholdFilter; a service user or the admin).",
+			Operations:  []Operation{{"POST", v("/scheduler/filter")}}, ScopeTypes: project},
 	}
 }

@@ -133,6 +133,9 @@ func (s *Server) Run(ctx context.Context) error {
 	wg.Wait()
 	bcancel()
 	bg.Wait()
+	if err := s.Notifier.Close(); err != nil {
+		slog.Warn("closing the notification transport", "err", err)
+	}
 	if err := s.db.Close(); err != nil && runErr == nil {
 		runErr = err
 	}

@@ -13,9 +13,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/blazar/events"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
+	"github.com/leasehold/leasehold/pkg/blazar/scheduler"
+	"github.com/leasehold/leasehold/pkg/compute"
+	"github.com/leasehold/leasehold/pkg/compute/nova"
 	"github.com/leasehold/leasehold/pkg/compute/standalone"
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/db"
@@ -23,6 +27,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/httpx"
 	"github.com/leasehold/leasehold/pkg/identity"
 	"github.com/leasehold/leasehold/pkg/metrics"
+	"github.com/leasehold/leasehold/pkg/notify"
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/pkg/policy"
@@ -63,6 +68,12 @@ type Server struct {
 	Leases *leases.Service
 	Events *events.Manager
 	Outbox *outbox.Worker
+	// Notifier sends the usage notifications (nil when they are off).
+	Notifier *notify.Notifier
+	// Mover carries out the instance moves of BEST-EFFORT leases.
+	Mover *hostplugin.Mover
+	// Scheduler answers Nova's LeaseholdFilter (POST /v1/scheduler/filter).
+	Scheduler *scheduler.Service
 }
 
 // New opens the database (migrating unless disabled) and builds every
@@ -81,8 +92,9 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// cache) serves both APIs.
 	var v1Auth blazarapi.Authenticator = blazarapi.NoAuth{}
 	var placementOpts []placementapi.Option
+	var ks *identity.Keystone
 	if cfg.Auth == config.AuthKeystone {
-		ks, err := identity.NewKeystone(cfg.KeystoneAuthtoken, identity.Options{})
+		ks, err = identity.NewKeystone(cfg.KeystoneAuthtoken, identity.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -114,6 +126,19 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	}
 	s = &Server{cfg: cfg, db: d, Ready: make(chan struct{})}
 
+	// Usage notifications ([oslo_messaging_notifications]): nil when
+	// off. A bad driver or transport_url stops start-up; the broker is
+	// not contacted until the first notification.
+	mc := cfg.Messaging
+	s.Notifier, err = notify.New(notify.Config{
+		Drivers: mc.OsloMessagingNotifications.Driver, Topics: mc.OsloMessagingNotifications.Topics,
+		TransportURL: mc.NotificationTransportURL(), Exchange: mc.ControlExchange,
+		Durable: mc.OsloMessagingRabbit.AMQPDurableQueues, PublisherID: mc.Notifications.PublisherID,
+	})
+	if err != nil {
+		return nil, err
+	}
+
 	// Metrics: one registry, fed by the services built below (nil when
 	// [metrics] serves them nowhere: nothing is measured then).
 	met, err := buildMetrics(cfg.Metrics, d)
@@ -123,6 +148,14 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	instrument := func(api, prefix string, h http.Handler) http.Handler { return h }
 	if met != nil {
 		evCfg.ObserveLag = met.ObserveEventLag
+		if ks != nil {
+			if err := met.AddTokenCache(func() metrics.TokenCacheStats {
+				st := ks.CacheStats()
+				return metrics.TokenCacheStats{Hits: st.Hits, Misses: st.Misses, KeystoneCalls: st.KeystoneCalls, Entries: st.Entries}
+			}); err != nil {
+				return nil, err
+			}
+		}
 		instrument = func(api, prefix string, h http.Handler) http.Handler {
 			return httpx.Instrument(api, prefix, met.ObserveRequest, nil)(h)
 		}
@@ -141,15 +174,27 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	papi := placementapi.New(psvc, cfg.Placement, cfg.CORS, placementOpts...)
 
 	// The compute service the reserved hosts run in.
-	drv := standalone.New(slog.Default())
+	drv, err := buildCompute(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 
 	// Blazar: hosts, the reservation types, leases and their events.
 	s.Hosts = hosts.New(d, drv)
+	tagRules := allocator.ParseClusterTags(bc.PhysicalHost.ClusterTags)
+	// BEST-EFFORT leases clear hosts by moving other projects' instances:
+	// Placement consumers rewritten in standalone mode, live migrations
+	// with a driver that has them.
+	migrator, canMigrate := any(drv).(hostplugin.LiveMigrator)
+	canMigrate = canMigrate && drv.Name() != "standalone"
 	reg, err := plugins.NewRegistry(
 		hostplugin.New(s.Hosts, d.DB, hostplugin.Config{
 			Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
 			DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
 			CheckHosts:       hosts.ReservableTx,
+			Rules:            &tagRules,
+			ClearHosts:       drv.Name() == "standalone" || canMigrate,
+			Driver:           drv.Name(),
 		}, nil),
 		floatingip.New(s.Hosts),
 	)
@@ -159,18 +204,35 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	s.Leases = leases.New(d, reg, leases.Config{
 		MinutesBeforeEndLease: bc.Manager.MinutesBeforeEndLease,
 		Filters:               leases.NewFilters(bc.Enforcement, &http.Client{Timeout: 30 * time.Second}),
+		Notifier:              s.Notifier,
 	}, nil, func() { s.Events.Notify(); s.Outbox.Notify() })
 	s.Events = events.New(d, s.Leases, evCfg, nil)
+	s.Scheduler = scheduler.New(d, s.Hosts, nil)
 
 	// External calls, after the commits that decided them.
 	handlers := hostplugin.OutboxHandlers(drv)
 	maps.Copy(handlers, hosts.OutboxHandlers(drv))
-	obCfg := outbox.Config{OnFailure: s.Leases.OutboxFailure, OnSuccess: s.Leases.OutboxSuccess}
+	maps.Copy(handlers, s.Notifier.Handlers())
+	s.Mover = &hostplugin.Mover{Placement: psvc, Wanted: s.Leases.InProgress}
+	if canMigrate {
+		s.Mover.Migrator = migrator
+	}
+	maps.Copy(handlers, s.Mover.Handlers())
+	obCfg := outbox.Config{OnFailure: s.Leases.OutboxFailure, OnSuccess: s.Leases.OutboxSuccess,
+		// A notification waits out a message-bus outage of any length.
+		KeepRetrying: func(kind string) bool { return kind == notify.KindLease },
+		// A dead process's outbox claims are taken back after the same
+		// [events] claim_timeout as its event claims.
+		ClaimTimeout: evCfg.ClaimTimeout}
 	if met != nil {
 		obCfg.OnRun = met.ObserveOutboxRun
 	}
 	s.Outbox = outbox.NewWorker(d, handlers, obCfg, nil)
-	s.background = append(s.background, s.Events.Run, s.Outbox.Run)
+	s.background = append(s.background, s.Events.Run, s.Outbox.Run, func(ctx context.Context) { ensureFreePool(ctx, drv) })
+	if cfg.Compute.Driver == config.ComputeNova && cfg.Nova.HostStatusInterval > 0 {
+		every := time.Duration(cfg.Nova.HostStatusInterval) * time.Second
+		s.background = append(s.background, func(ctx context.Context) { s.Hosts.RunComputeStatusSync(ctx, every) })
+	}
 
 	// HTTP. Each API's requests are measured by route pattern
 	// (instrument); /healthcheck and /metrics are not.
@@ -178,6 +240,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	blazarapi.RegisterLeases(rt, s.Leases)
 	blazarapi.RegisterHosts(rt, s.Hosts)
 	blazarapi.RegisterFloatingIPs(rt, s.Hosts)
+	blazarapi.RegisterScheduler(rt, s.Scheduler)
 	v1 := instrument("blazar", "/v1", http.StripPrefix("/v1", rt.Handler(v1Auth)))
 	mounted := instrument("placement", "", papi.Mount("/placement"))
 	blazarRoot := instrument("blazar", "", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -212,6 +275,59 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		}
 	}))
 	return s, nil
+}
+
+// buildCompute builds the compute driver [compute] driver names: for
+// nova, after checking [nova], with the one compute client every Nova
+// call goes through (the Keystone login is made here, bounded by [nova]
+// timeout: a wrong password or a catalog without Nova stops start-up).
+func buildCompute(ctx context.Context, cfg *config.Config) (compute.Driver, error) {
+	if cfg.Compute.Driver != config.ComputeNova {
+		return standalone.New(slog.Default()), nil
+	}
+	nc := cfg.Nova
+	if err := nc.Check(); err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithTimeout(ctx, 2*nc.HTTPTimeout())
+	defer cancel()
+	client, err := nova.NewClient(lctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	slog.InfoContext(ctx, "compute driver nova", "endpoint", client.Endpoint, "microversion", client.Microversion, "freepool", nc.AggregateFreepoolName, "az_aware", nc.AZAware)
+	return nova.New(client, nova.Config{
+		FreePoolName:        nc.AggregateFreepoolName,
+		OwnerKey:            nc.BlazarOwner,
+		AZPrefix:            nc.BlazarAZPrefix,
+		AZAware:             nc.AZAware,
+		ServerDeleteTimeout: time.Duration(nc.ServerDeleteTimeout) * time.Second,
+	}, slog.Default()), nil
+}
+
+// ensureFreePool creates the freepool aggregate when it is missing,
+// trying again (every 5 s, then up to every minute) while the compute
+// service cannot be reached, until it is done or ctx ends. The pool
+// actions create it too, so nothing waits for this.
+func ensureFreePool(ctx context.Context, drv compute.Driver) {
+	wait := 5 * time.Second
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		err := drv.EnsureFreePool(cctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		slog.WarnContext(ctx, "could not make sure the freepool aggregate exists; trying again", "driver", drv.Name(), "in", wait, "error", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Minute)
+	}
 }
 
 // buildMetrics builds the metrics registry on d's pool when [metrics]

@@ -145,6 +145,11 @@ type choice struct {
 	// busy over the window too (booked in the same transaction).
 	taken  map[string]bool
 	chosen []string
+	// busyNow are the hosts other projects use now, with the reason (a
+	// window that starts now, kinds.go); moves are a BEST-EFFORT lease's
+	// planned instance moves (PrepareClearing).
+	busyNow map[string]string
+	moves   []move
 }
 
 // Prepare implements plugins.Preparer: the hosts of a new reservation,
@@ -158,6 +163,12 @@ func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, r plugins.Req
 		Window:   allocator.Interval{Start: lease.Start, End: lease.End},
 		Cleaning: p.cfg.Cleaning, Min: ps.min, Max: ps.max,
 	}}
+	if p.startsNow(lease) {
+		var err error
+		if c.busyNow, err = p.busyNow(ctx, p.db, lease.ProjectID); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.chooseNew(c, nil, fresh); err != nil {
 		return nil, err
 	}
@@ -169,7 +180,7 @@ func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, r plugins.Req
 // fresh) is plugins.ErrStale.
 func (p *Plugin) chooseNew(c *choice, excluded map[string]bool, fresh bool) error {
 	match := c.ps.match
-	if len(c.taken) > 0 || len(excluded) > 0 {
+	if len(c.taken) > 0 || len(excluded) > 0 || len(c.busyNow) > 0 {
 		match = func(info func(string) *Host) func(*allocator.Host) (bool, string) {
 			m := c.ps.match(info)
 			return func(h *allocator.Host) (bool, string) {
@@ -178,6 +189,9 @@ func (p *Plugin) chooseNew(c *choice, excluded map[string]bool, fresh bool) erro
 				}
 				if excluded[h.ID] {
 					return false, "booked by a concurrent request"
+				}
+				if why, ok := c.busyNow[h.ID]; ok {
+					return false, why
 				}
 				if m == nil {
 					return true, ""
@@ -253,6 +267,9 @@ func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plug
 		if len(lost) == 0 {
 			break
 		}
+		if c.moves != nil {
+			return "", plugins.ErrRetry // a scavenger plan is planned again whole
+		}
 		if excluded == nil {
 			excluded = map[string]bool{}
 		}
@@ -262,6 +279,14 @@ func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plug
 		if err := p.chooseNew(c, excluded, tx.Fresh); err != nil {
 			return "", err
 		}
+	}
+	// The reservation's aggregate exists from its creation on, as
+	// upstream's (owned by the project, no hosts until the start).
+	if err := enqueueAggregate(tx, KindCreateAggregate, lease, res.ID); err != nil {
+		return "", err
+	}
+	if err := p.enqueueMoves(tx, lease, c); err != nil {
+		return "", err
 	}
 	rows := allocRows(res.ID, c.chosen, win)
 	tx.AfterCommit(func() { p.idx.setReservation(res.ID, nil, rows) })

@@ -92,6 +92,11 @@ type Config struct {
 	// (hosts.ReservableTx); a host deleted or disabled since the view was
 	// taken is then not booked.
 	CheckHosts func(tx *gorm.DB, ids []string) (map[string]bool, error)
+	// ClearHosts allows BEST-EFFORT leases to clear hosts by moving other
+	// projects' instances (a Mover carries the moves out); Driver names
+	// the compute driver in the refusal when it is off.
+	ClearHosts bool
+	Driver     string
 }
 
 // Plugin implements plugins.Plugin for physical:host.

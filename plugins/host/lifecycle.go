@@ -130,16 +130,24 @@ func (p *Plugin) OnStart(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 }
 
 // OnEnd implements plugins.Plugin: the hosts go back, the allocations
-// are deleted (as upstream does at the end of a lease).
+// are deleted (as upstream does at the end of a lease). The hosts of a
+// reservation that started, or whose start failed part way (error), are
+// released (servers removed, back to the freepool), and the last host
+// to leave the aggregate deletes it; otherwise the aggregate is deleted
+// on its own. (A separate deletion would race the releases, which run
+// per host, and could leave a host in no aggregate, open to anyone,
+// before its servers are gone.)
 func (p *Plugin) OnEnd(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation) error {
 	_, held, err := p.load(ctx, tx, res.ID)
 	if err != nil {
 		return err
 	}
-	if res.Status == "active" {
+	if (res.Status == "active" || res.Status == "error") && len(held) > 0 {
 		if err := p.enqueue(tx, KindReleaseHost, lease, res.ID, held); err != nil {
 			return err
 		}
+	} else if err := enqueueAggregate(tx, KindDeleteAggregate, lease, res.ID); err != nil {
+		return err
 	}
 	if err := tx.WithContext(ctx).Where("reservation_id = ?", res.ID).Delete(&models.ComputeHostAllocation{}).Error; err != nil {
 		return err

@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 
 	"github.com/leasehold/leasehold/pkg/compute"
 	"github.com/leasehold/leasehold/pkg/outbox"
@@ -24,6 +23,13 @@ const (
 	KindReleaseHost = "compute.release_host"
 	// KindSnapshotHost is the before_end "snapshot" action.
 	KindSnapshotHost = "compute.snapshot_host"
+	// KindCreateAggregate creates the reservation's aggregate, owned by
+	// the lease's project, when the reservation is created (as upstream
+	// does); KindDeleteAggregate deletes it when the reservation is
+	// deleted or ends. Their key is "reservation:<id>", so they run in
+	// that order.
+	KindCreateAggregate = "compute.create_reservation_aggregate"
+	KindDeleteAggregate = "compute.delete_reservation_aggregate"
 )
 
 // hostAction is the payload of the host actions.
@@ -50,6 +56,13 @@ func (p *Plugin) enqueue(tx *plugins.Tx, kind string, lease plugins.Lease, resID
 	return tx.Enqueue(as...)
 }
 
+// enqueueAggregate records aggregate action kind for reservation resID
+// of lease in tx.
+func enqueueAggregate(tx *plugins.Tx, kind string, lease plugins.Lease, resID string) error {
+	return tx.Enqueue(outbox.Action{Kind: kind, Key: "reservation:" + resID, LeaseID: lease.ID,
+		Payload: hostAction{ReservationID: resID, ProjectID: lease.ProjectID}})
+}
+
 // OutboxHandlers are the handlers of the host actions over compute
 // driver drv. Each is idempotent as the outbox requires: the driver's
 // aggregate operations succeed when the host is already where they put
@@ -60,7 +73,7 @@ func OutboxHandlers(drv compute.Driver) map[string]outbox.Handler {
 			if err := drv.RemoveFromFreePool(ctx, []string{a.Host}); err != nil {
 				return err
 			}
-			agg := compute.ReservationAggregate{ReservationID: a.ReservationID, ProjectID: a.ProjectID, AvailabilityZone: "blazar_" + a.ReservationID}
+			agg := compute.ReservationAggregate{ReservationID: a.ReservationID, ProjectID: a.ProjectID}
 			return drv.AddToReservation(ctx, agg, []string{a.Host})
 		}),
 		KindReleaseHost: handle(func(ctx context.Context, a hostAction) error {
@@ -73,8 +86,13 @@ func OutboxHandlers(drv compute.Driver) map[string]outbox.Handler {
 			return drv.AddToFreePool(ctx, []string{a.Host})
 		}),
 		KindSnapshotHost: handle(func(ctx context.Context, a hostAction) error {
-			slog.InfoContext(ctx, "before_end snapshot: the compute driver takes no snapshots", "driver", drv.Name(), "reservation", a.ReservationID, "host", a.Host)
-			return nil
+			return drv.SnapshotServers(ctx, []string{a.Host})
+		}),
+		KindCreateAggregate: handle(func(ctx context.Context, a hostAction) error {
+			return drv.CreateReservationAggregate(ctx, compute.ReservationAggregate{ReservationID: a.ReservationID, ProjectID: a.ProjectID})
+		}),
+		KindDeleteAggregate: handle(func(ctx context.Context, a hostAction) error {
+			return drv.DeleteReservationAggregate(ctx, compute.ReservationAggregate{ReservationID: a.ReservationID, ProjectID: a.ProjectID})
 		}),
 	}
 }

@@ -242,10 +242,15 @@ func (s *Service) deleteHostTx(ctx context.Context, tx *gorm.DB, id, name string
 		}
 		return err
 	}
-	if err := tx.Exec("DELETE FROM computehost_extra_capabilities WHERE computehost_id = ?", n).Error; err != nil {
+	// The host row goes first: its delete waits for an Update holding
+	// the row, and the capabilities delete that follows then sees what
+	// that Update inserted (READ COMMITTED on MySQL takes no gap locks,
+	// so deleting the capabilities first could miss them and leave
+	// orphans). An Update that comes after finds no host.
+	if err := tx.Exec("DELETE FROM computehosts WHERE id = ?", n).Error; err != nil {
 		return err
 	}
-	if err := tx.Exec("DELETE FROM computehosts WHERE id = ?", n).Error; err != nil {
+	if err := tx.Exec("DELETE FROM computehost_extra_capabilities WHERE computehost_id = ?", n).Error; err != nil {
 		return err
 	}
 	return enqueuePool(tx, KindRemoveFromFreePool, id, row.ServiceName)

@@ -21,6 +21,11 @@ type CreateRequest struct {
 	BeforeEndDate *string
 	Reservations  []ReservationRequest
 	Events        []EventRequest
+	// LeaseType (SCHEDULE, IMMEDIATE, BEST-EFFORT; nil: SCHEDULE) and
+	// Timeout (the JSON value of "timeout", nil when absent) are the
+	// lease kind (kinds.go).
+	LeaseType *string
+	Timeout   any
 }
 
 // ReservationRequest is one reservation of a new lease: its type and the
@@ -58,6 +63,13 @@ type createPlan struct {
 	lease  plugins.Lease
 	res    []newReservation
 	events []models.Event // start, end, before_end, then the extra ones
+	kind   leaseKind
+	// now is the request's clock reading; a lease that starts now
+	// (IMMEDIATE, BEST-EFFORT) is ACTIVE at once, unless clearing: then it
+	// is IN-PROGRESS until deadline (the scavenger hunt, kinds.go).
+	now      time.Time
+	clearing bool
+	deadline time.Time
 }
 
 // Create creates a lease with its reservations and events: validate,
@@ -70,11 +82,26 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 	}
 	var l models.Lease
 	var ress []models.Reservation
-	err = s.write(ctx, plan.prepare, func(tx *plugins.Tx, _ attempt) error {
+	persist := func(tx *plugins.Tx, _ attempt) error {
 		var err error
 		l, ress, err = plan.persist(ctx, tx)
-		return err
-	})
+		if err != nil || !s.notifying() {
+			return err
+		}
+		ets := []string{NotifyCreate}
+		if plan.kind.typ != KindSchedule && !plan.clearing {
+			ets = append(ets, NotifyStartLease) // started in this transaction
+		}
+		return s.enqueueNotifications(ctx, tx, plan.view(&l, ress), ets...)
+	}
+	err = s.write(ctx, plan.prepare, persist)
+	if err != nil && plan.kind.typ == KindBestEffort && errs.Is(err, errs.NotEnoughResources) {
+		// Too few hosts free now: the scavenger hunt.
+		plan.clearing = true
+		plan.deadline = plan.now.Add(time.Duration(plan.kind.timeout) * time.Second)
+		plan.events = clearingEvents(plan.events, plan.deadline)
+		err = s.write(ctx, plan.prepareClearing, persist)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +118,20 @@ func (s *Service) planCreate(ctx context.Context, c Caller, req CreateRequest) (
 	if n := len([]rune(*req.Name)); n > maxNameLength {
 		return nil, plugins.BadRequest("Lease name is too long: %d characters, at most %d", n, maxNameLength)
 	}
-	if req.StartDate == nil {
+	kind, err := parseKind(req.LeaseType, req.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	startS := req.StartDate
+	if kind.typ != KindSchedule {
+		s, err := startsNow(kind, startS, now)
+		if err != nil {
+			return nil, err
+		}
+		startS = &s
+	}
+	if startS == nil {
 		return nil, plugins.MissingParameter("start_date")
 	}
 	if req.EndDate == nil {
@@ -102,12 +142,14 @@ func (s *Service) planCreate(ctx context.Context, c Caller, req CreateRequest) (
 			return nil, plugins.MissingParameter("resource_type")
 		}
 	}
-	now := s.now()
-	start, end, err := newWindow(*req.StartDate, *req.EndDate, now)
+	start, end, err := newWindow(*startS, *req.EndDate, now)
 	if err != nil {
 		return nil, err
 	}
-	plan := &createPlan{caller: c, name: *req.Name,
+	if kind.typ == KindBestEffort && !now.Add(time.Duration(kind.timeout)*time.Second).Before(end) {
+		return nil, plugins.BadRequest("The timeout (%d s) must end before the lease does", kind.timeout)
+	}
+	plan := &createPlan{caller: c, name: *req.Name, kind: kind, now: now,
 		lease: plugins.Lease{ProjectID: c.ProjectID, UserID: c.UserID, Start: start, End: end, Status: StatusPending, Admin: c.Admin}}
 	for _, r := range req.Reservations {
 		p, err := s.plugins.Get(*r.ResourceType)
@@ -220,13 +262,27 @@ func (p *createPlan) prepare(ctx context.Context, a attempt) error {
 func (p *createPlan) persist(ctx context.Context, tx *plugins.Tx) (models.Lease, []models.Reservation, error) {
 	stamp := Stamp(tx.Now)
 	l := models.Lease{ID: uuid.NewString(), Name: p.name, UserID: p.caller.UserID, ProjectID: p.caller.ProjectID,
-		StartDate: p.lease.Start, EndDate: p.lease.End, Status: StatusPending, CreatedAt: stamp, UpdatedAt: &stamp}
+		StartDate: p.lease.Start, EndDate: p.lease.End, Status: StatusPending, CreatedAt: stamp, UpdatedAt: &stamp,
+		LeaseType: p.kind.typ}
+	startNow := p.kind.typ != KindSchedule && !p.clearing
+	switch {
+	case p.clearing:
+		l.Status = StatusInProgress
+	case startNow:
+		l.Status = StatusActive
+	}
+	if p.kind.typ == KindBestEffort {
+		l.Timeout = &p.kind.timeout
+	}
 	if err := insertLease(tx, &l); err != nil {
 		return l, nil, err
 	}
 	for i := range p.events {
 		e := &p.events[i]
 		e.ID, e.LeaseID, e.Status, e.CreatedAt = uuid.NewString(), l.ID, EventUndone, stamp
+		if startNow && e.EventType == EventStart {
+			e.Status = EventDone // started below, in this transaction
+		}
 	}
 	if err := insertEvents(tx, p.events); err != nil {
 		return l, nil, err
@@ -247,6 +303,12 @@ func (p *createPlan) persist(ctx context.Context, tx *plugins.Tx) (models.Lease,
 			return l, nil, err
 		}
 		res.ResourceID = rid
+		if startNow {
+			if err := r.p.OnStart(ctx, tx, pl, &res); err != nil {
+				return l, nil, err
+			}
+			res.Status = ResActive
+		}
 		ress = append(ress, res)
 	}
 	return l, ress, insertReservations(tx, ress)
@@ -275,9 +337,9 @@ func (p *createPlan) view(l *models.Lease, ress []models.Reservation) *View {
 // one plain statement each (no GORM reflection on the creation path).
 func insertLease(tx *plugins.Tx, l *models.Lease) error {
 	_, err := tx.ExecSQL(`INSERT INTO leases
-		(id, name, user_id, project_id, start_date, end_date, trust_id, status, degraded, created_at, updated_at)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
-		l.ID, l.Name, l.UserID, l.ProjectID, l.StartDate, l.EndDate, l.TrustID, l.Status, l.Degraded, l.CreatedAt, l.UpdatedAt)
+		(id, name, user_id, project_id, start_date, end_date, trust_id, status, degraded, created_at, updated_at, lease_type, timeout)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		l.ID, l.Name, l.UserID, l.ProjectID, l.StartDate, l.EndDate, l.TrustID, l.Status, l.Degraded, l.CreatedAt, l.UpdatedAt, leaseType(l.LeaseType), l.Timeout)
 	return err
 }
 

@@ -41,6 +41,14 @@ func (s *Service) delete(ctx context.Context, tx *plugins.Tx, c Caller, id strin
 	if l.Status == StatusDeleting {
 		return nil, errs.Conflictf("Invalid lease status: lease %s is already being deleted.", id)
 	}
+	// The notification shows the lease as it was, DELETING (as Blazar's).
+	var gone *View
+	if s.notifying() {
+		if gone, err = s.storedView(ctx, tx, id); err != nil {
+			return nil, err
+		}
+		gone.Status = StatusDeleting
+	}
 	var onEnd *LeaseValues
 	if now := tx.Now; !now.Before(l.StartDate) && now.Before(l.EndDate) {
 		lv := leaseValues(l.ID, l.Name, l.ProjectID, l.UserID, l.StartDate.UTC(), l.EndDate.UTC(), nil)
@@ -67,7 +75,13 @@ func (s *Service) delete(ctx context.Context, tx *plugins.Tx, c Caller, id strin
 			return nil, err
 		}
 	}
-	return onEnd, tx.WithContext(ctx).Where("id = ?", id).Delete(&models.Lease{}).Error
+	if err := tx.WithContext(ctx).Where("id = ?", id).Delete(&models.Lease{}).Error; err != nil {
+		return nil, err
+	}
+	if gone != nil {
+		return onEnd, s.enqueueNotifications(ctx, tx, gone, NotifyDelete)
+	}
+	return onEnd, nil
 }
 
 // runOnEnd tells the enforcement filters a lease ended (errors only

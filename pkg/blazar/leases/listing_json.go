@@ -45,6 +45,12 @@ func (l *listing) appendJSON(b []byte) ([]byte, error) {
 		b = AppendString(b, x.l.Status)
 		b = append(b, `,"degraded":`...)
 		b = strconv.AppendBool(b, x.l.Degraded)
+		b = append(b, `,"lease_type":`...)
+		b = AppendString(b, leaseType(x.l.LeaseType))
+		if x.l.Timeout != nil {
+			b = append(b, `,"timeout":`...)
+			b = strconv.AppendInt(b, int64(*x.l.Timeout), 10)
+		}
 		b = append(b, `,"created_at":`...)
 		b = AppendStamp(b, x.l.CreatedAt)
 		b = append(b, `,"updated_at":`...)

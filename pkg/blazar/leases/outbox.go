@@ -21,6 +21,15 @@ func (s *Service) OutboxFailure(ctx context.Context, tx *gorm.DB, r outbox.Recor
 	now := Stamp(s.now())
 	updates := map[string]any{"degraded": true, "updated_at": now}
 	if final {
+		// A BEST-EFFORT lease whose hosts are being cleared does not fail
+		// with one of its moves: its timeout decides (kinds.go).
+		var st []string
+		if err := tx.WithContext(ctx).Model(&models.Lease{}).Where("id = ?", r.LeaseID).Pluck("status", &st).Error; err != nil {
+			return err
+		}
+		final = len(st) == 0 || st[0] != StatusInProgress
+	}
+	if final {
 		updates["status"] = StatusError
 		if err := tx.WithContext(ctx).Model(&models.Reservation{}).
 			Where("lease_id = ? AND status IN ?", r.LeaseID, []string{ResPending, ResActive}).
@@ -34,8 +43,17 @@ func (s *Service) OutboxFailure(ctx context.Context, tx *gorm.DB, r outbox.Recor
 // OutboxSuccess is the outbox worker's success hook, run in the
 // transaction that completes the action: a degraded lease is clear again
 // once none of its other actions is failing.
+//
+// The completion of any action of an IN-PROGRESS lease (a move of its
+// scavenger hunt) also starts the lease if its hosts are clear now.
 func (s *Service) OutboxSuccess(ctx context.Context, tx *gorm.DB, r outbox.Record) error {
-	if r.LeaseID == "" || r.LastError == "" {
+	if r.LeaseID == "" {
+		return nil
+	}
+	if err := s.activateIfClear(ctx, tx, r.LeaseID); err != nil {
+		return err
+	}
+	if r.LastError == "" {
 		return nil // it never failed, so it never marked the lease
 	}
 	var failing int64

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
 	"github.com/leasehold/leasehold/models"
@@ -222,5 +223,65 @@ func TestComputeCallFailsForGood(t *testing.T) {
 	v, err := e.svc.Get(ctx, owner, a.ID)
 	if err != nil || v.Reservations[0]["status"] != leases.ResError {
 		t.Errorf("reservation %v, %v", v.Reservations, err)
+	}
+}
+
+// TestComputeActionsOfALease: the compute calls a host lease makes, in
+// order: the reservation's aggregate when it is created, the host from
+// the freepool into it at the start, and at the end the servers cleaned
+// up and the host back (the last host out deletes the aggregate); a
+// lease deleted before
+// its start only creates and deletes the aggregate.
+func TestComputeActionsOfALease(t *testing.T) {
+	d := dbtest.Open(t)
+	drv := standalone.New(nil)
+	e := newOutboxEnv(t, d, drv, outbox.Config{})
+	ctx := context.Background()
+	run := func() {
+		t.Helper()
+		if _, err := e.events.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.worker.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops := func() []string {
+		var out []string
+		for _, c := range drv.Calls() {
+			out = append(out, c.Op+" "+c.ReservationID[:min(8, len(c.ReservationID))]+" "+c.ProjectID)
+		}
+		return out
+	}
+	a := create(t, e.svc, owner, "a", "2030-01-02 00:00", "2030-01-02 06:00", leasestest.HostReservation(1, 1, "", ""))
+	res := a.Reservations[0]["id"].(string)[:8]
+	run()
+	e.clock.Set(time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC))
+	run()
+	e.clock.Set(time.Date(2030, 1, 2, 6, 0, 0, 0, time.UTC))
+	run()
+	p := a.ProjectID
+	want := []string{
+		"create_reservation_aggregate " + res + " " + p,
+		"remove_from_freepool  ",
+		"add_to_reservation " + res + " " + p,
+		"cleanup_servers  ",
+		"remove_from_reservation " + res + " ",
+		"add_to_freepool  ",
+	}
+	if diff := cmp.Diff(want, ops()); diff != "" {
+		t.Errorf("compute calls (-want +got):\n%s", diff)
+	}
+
+	b := create(t, e.svc, owner, "b", "2031-01-01 00:00", "2031-01-01 06:00", leasestest.HostReservation(1, 1, "", ""))
+	resB := b.Reservations[0]["id"].(string)[:8]
+	run()
+	if err := e.svc.Delete(ctx, owner, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	run()
+	want = append(want, "create_reservation_aggregate "+resB+" "+p, "delete_reservation_aggregate "+resB+" "+p)
+	if diff := cmp.Diff(want, ops()); diff != "" {
+		t.Errorf("compute calls after deleting a future lease (-want +got):\n%s", diff)
 	}
 }

@@ -62,12 +62,21 @@ func (s *Service) runEvent(ctx context.Context, tx *plugins.Tx, ev models.Event,
 		}
 		return nil, err
 	}
-	if !IsStable(l.Status) {
+	timedOut := l.Status == StatusInProgress && ev.EventType == EventStart
+	if !IsStable(l.Status) && !timedOut {
 		return nil, ErrLeaseBusy
 	}
 	ress, err := reservations(ctx, tx.DB, l.ID)
 	if err != nil {
 		return nil, err
+	}
+	if timedOut {
+		// A BEST-EFFORT lease's start_lease is its deadline while its
+		// hosts are being cleared (kinds.go).
+		if err := s.timeOut(ctx, tx, l, ress); err != nil {
+			return nil, err
+		}
+		return nil, markEvent(ctx, tx.DB, ev.ID, claimant, EventDone, Stamp(tx.Now))
 	}
 	pl := pluginLease(l, true)
 	now := Stamp(tx.Now)
@@ -127,6 +136,11 @@ func (s *Service) runEvent(ctx context.Context, tx *plugins.Tx, ev models.Event,
 		}
 		if err := tx.WithContext(ctx).Model(&models.Lease{}).Where("id = ?", l.ID).
 			Updates(map[string]any{"status": st, "updated_at": now}).Error; err != nil {
+			return nil, err
+		}
+	}
+	if et, ok := notifyEvent[ev.EventType]; ok && s.notifying() {
+		if err := s.notifyStored(ctx, tx, l.ID, "", et); err != nil {
 			return nil, err
 		}
 	}

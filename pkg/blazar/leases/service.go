@@ -34,6 +34,7 @@ import (
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/errs"
+	"github.com/leasehold/leasehold/pkg/notify"
 	"github.com/leasehold/leasehold/plugins"
 )
 
@@ -44,6 +45,10 @@ type Config struct {
 	MinutesBeforeEndLease int
 	// Filters are the enforcement filters.
 	Filters []Filter
+	// Notifier, when enabled, has every create, update, delete and lease
+	// event record its usage notification in the outbox, in the same
+	// transaction (nil: none).
+	Notifier *notify.Notifier
 }
 
 // Caller is who makes a request.

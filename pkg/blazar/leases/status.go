@@ -11,6 +11,12 @@ const (
 	StatusUpdating    = "UPDATING"
 	StatusTerminating = "TERMINATING"
 	StatusDeleting    = "DELETING"
+
+	// StatusInProgress is a BEST-EFFORT lease whose hosts are being
+	// cleared (the scavenger hunt); StatusTimedOut one whose timeout
+	// passed first (capacity-leasing seed). Leasehold extensions.
+	StatusInProgress = "IN-PROGRESS"
+	StatusTimedOut   = "TIMEDOUT"
 )
 
 // Reservation statuses.
@@ -33,7 +39,7 @@ const (
 	EventBeforeEnd = "before_end_lease"
 )
 
-var stable = map[string]bool{StatusPending: true, StatusActive: true, StatusTerminated: true, StatusError: true}
+var stable = map[string]bool{StatusPending: true, StatusActive: true, StatusTerminated: true, StatusError: true, StatusTimedOut: true}
 
 // IsStable reports whether status is a stable lease status.
 func IsStable(status string) bool { return stable[status] }
@@ -49,6 +55,8 @@ var transitions = map[string][]string{
 	StatusUpdating:    {StatusPending, StatusActive, StatusTerminated, StatusError, StatusDeleting},
 	StatusTerminating: {StatusTerminated, StatusError, StatusDeleting},
 	StatusDeleting:    {StatusError},
+	StatusInProgress:  {StatusActive, StatusTimedOut, StatusDeleting},
+	StatusTimedOut:    {StatusDeleting},
 }
 
 // CanTransition reports whether a lease may move from one status to

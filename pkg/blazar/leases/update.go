@@ -86,8 +86,18 @@ func (s *Service) Update(ctx context.Context, c Caller, id string, req UpdateReq
 	eventsMoved := false
 	err = s.write(ctx, checkFilters, func(tx *plugins.Tx, _ attempt) error {
 		var err error
-		eventsMoved, err = s.update(ctx, tx, c, id, req, dates, resUpdates, seen)
-		return err
+		var stopped bool
+		eventsMoved, stopped, err = s.update(ctx, tx, c, id, req, dates, resUpdates, seen)
+		if err != nil || req.empty() || !s.notifying() {
+			return err
+		}
+		// Blazar notifies an update while the lease is UPDATING, and a
+		// before_end_lease that had run and must run again.
+		types := []string{NotifyUpdate}
+		if stopped {
+			types = append(types, NotifyBeforeEndLeaseEnd)
+		}
+		return s.notifyStored(ctx, tx, id, StatusUpdating, types...)
 	})
 	if err != nil {
 		return nil, err
@@ -142,21 +152,22 @@ func (s *Service) filterUpdate(ctx context.Context, c Caller, l *models.Lease, n
 }
 
 // update is one attempt of an update, in tx. It reports whether events
-// moved.
+// moved, and whether a before_end_lease that had run was set to run
+// again.
 func (s *Service) update(ctx context.Context, tx *plugins.Tx, c Caller, id string, req UpdateRequest, d updateDates,
-	resUpdates map[string]plugins.Values, seen *models.Lease) (bool, error) {
+	resUpdates map[string]plugins.Values, seen *models.Lease) (moved, stopped bool, err error) {
 	l, err := lockLease(ctx, tx, id)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if err := c.check(l, "blazar:leases:put"); err != nil {
-		return false, err
+		return false, false, err
 	}
 	if req.empty() {
-		return false, nil
+		return false, false, nil
 	}
 	if !CanTransition(l.Status, StatusUpdating) {
-		return false, errs.Conflictf("Invalid lease status: lease %s is %s and cannot be updated now.", l.ID, l.Status)
+		return false, false, errs.Conflictf("Invalid lease status: lease %s is %s and cannot be updated now.", l.ID, l.Status)
 	}
 	updates := map[string]any{"updated_at": Stamp(tx.Now)}
 	if req.Name != nil {
@@ -164,21 +175,21 @@ func (s *Service) update(ctx context.Context, tx *plugins.Tx, c Caller, id strin
 	}
 	ress, err := reservations(ctx, tx.DB, id)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if err := checkReservationUpdates(ress, resUpdates); err != nil {
-		return false, err
+		return false, false, err
 	}
 	if !d.given() && len(resUpdates) == 0 {
-		return false, tx.WithContext(ctx).Model(&models.Lease{}).Where("id = ?", id).Updates(updates).Error
+		return false, false, tx.WithContext(ctx).Model(&models.Lease{}).Where("id = ?", id).Updates(updates).Error
 	}
 	if len(s.cfg.Filters) > 0 && (seen == nil || !seen.StartDate.Equal(l.StartDate) || !seen.EndDate.Equal(l.EndDate)) {
-		return false, plugins.ErrRetry // the filters judged another version of the lease
+		return false, false, plugins.ErrRetry // the filters judged another version of the lease
 	}
 	oldStart, oldEnd := l.StartDate.UTC(), l.EndDate.UTC()
 	newStart, newEnd, err := updatedWindow(tx.Now, oldStart, oldEnd, d)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	old := pluginLease(l, c.Admin)
 	nl := old
@@ -191,12 +202,12 @@ func (s *Service) update(ctx context.Context, tx *plugins.Tx, c Caller, id strin
 		return p.Update(ctx, tx, old, nl, r, vals)
 	})
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	updates["start_date"], updates["end_date"] = newStart, newEnd
-	moved, err := moveEvents(ctx, tx, id, oldEnd, newStart, newEnd, d.beforeEnd)
+	moved, stopped, err = moveEvents(ctx, tx, id, oldEnd, newStart, newEnd, d.beforeEnd)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	// A successful update recovers a lease left in ERROR.
 	if l.Status == StatusError {
@@ -204,7 +215,7 @@ func (s *Service) update(ctx context.Context, tx *plugins.Tx, c Caller, id strin
 			updates["status"] = st
 		}
 	}
-	return moved, tx.WithContext(ctx).Model(&models.Lease{}).Where("id = ?", id).Updates(updates).Error
+	return moved, stopped, tx.WithContext(ctx).Model(&models.Lease{}).Where("id = ?", id).Updates(updates).Error
 }
 
 // checkReservationUpdates refuses updates of reservations the lease does
@@ -259,13 +270,13 @@ func updatedWindow(now, oldStart, oldEnd time.Time, d updateDates) (time.Time, t
 
 // moveEvents moves the lease's start, end and before-end events to the new
 // window (the before-end keeps its distance to the end unless given) and
-// reports whether any moved.
-func moveEvents(ctx context.Context, tx *plugins.Tx, id string, oldEnd, newStart, newEnd time.Time, beforeEnd *time.Time) (bool, error) {
+// reports whether any moved, and whether a before-end that had run was
+// set to run again.
+func moveEvents(ctx context.Context, tx *plugins.Tx, id string, oldEnd, newStart, newEnd time.Time, beforeEnd *time.Time) (moved, stopped bool, err error) {
 	var evs []models.Event
 	if err := tx.WithContext(ctx).Where("lease_id = ?", id).Find(&evs).Error; err != nil {
-		return false, err
+		return false, false, err
 	}
-	moved := false
 	for _, e := range evs {
 		ev := map[string]any{}
 		switch e.EventType {
@@ -289,6 +300,7 @@ func moveEvents(ctx context.Context, tx *plugins.Tx, id string, oldEnd, newStart
 				ev["time"] = t
 				if e.Status == EventDone {
 					ev["status"] = EventUndone
+					stopped = true
 				}
 			}
 		}
@@ -298,8 +310,8 @@ func moveEvents(ctx context.Context, tx *plugins.Tx, id string, oldEnd, newStart
 		ev["updated_at"] = Stamp(tx.Now)
 		moved = true
 		if err := tx.WithContext(ctx).Model(&models.Event{}).Where("id = ?", e.ID).Updates(ev).Error; err != nil {
-			return false, err
+			return false, false, err
 		}
 	}
-	return moved, nil
+	return moved, stopped, nil
 }

@@ -12,15 +12,19 @@ import (
 
 // View is a lease as the API returns it.
 type View struct {
-	ID           string        `json:"id"`
-	Name         string        `json:"name"`
-	UserID       string        `json:"user_id"`
-	ProjectID    string        `json:"project_id"`
-	StartDate    string        `json:"start_date"`
-	EndDate      string        `json:"end_date"`
-	TrustID      *string       `json:"trust_id"`
-	Status       string        `json:"status"`
-	Degraded     bool          `json:"degraded"`
+	ID        string  `json:"id"`
+	Name      string  `json:"name"`
+	UserID    string  `json:"user_id"`
+	ProjectID string  `json:"project_id"`
+	StartDate string  `json:"start_date"`
+	EndDate   string  `json:"end_date"`
+	TrustID   *string `json:"trust_id"`
+	Status    string  `json:"status"`
+	Degraded  bool    `json:"degraded"`
+	// LeaseType and Timeout are the lease kind (a Leasehold extension;
+	// timeout only for BEST-EFFORT).
+	LeaseType    string        `json:"lease_type"`
+	Timeout      *int          `json:"timeout,omitempty"`
 	CreatedAt    string        `json:"created_at"`
 	UpdatedAt    *string       `json:"updated_at"`
 	Reservations []Reservation `json:"reservations"`
@@ -121,6 +125,7 @@ func newView(l *models.Lease) *View {
 		ID: l.ID, Name: l.Name, UserID: l.UserID, ProjectID: l.ProjectID,
 		StartDate: FormatDate(l.StartDate), EndDate: FormatDate(l.EndDate),
 		TrustID: strPtr(l.TrustID), Status: l.Status, Degraded: l.Degraded,
+		LeaseType: leaseType(l.LeaseType), Timeout: l.Timeout,
 		CreatedAt: FormatStamp(l.CreatedAt), UpdatedAt: stampPtr(l.UpdatedAt),
 		Reservations: []Reservation{}, Events: []EventView{},
 	}

@@ -325,17 +325,21 @@ func TestPools(t *testing.T) {
 	f := newFakeNova()
 	d := newDriver(t, f, Config{})
 	ctx := context.Background()
-	if err := d.AddToFreePool(ctx, []string{"c1"}); kind(err) != errs.NotFound {
-		t.Fatalf("no freepool: %v", err)
+	if err := d.RemoveFromFreePool(ctx, []string{"c1"}); err != nil || len(f.aggs) != 0 {
+		t.Fatalf("removing from a missing freepool: %v, aggregates %v", err, f.aggs)
 	}
-	fp := f.addAgg("freepool", "")
+	// A missing freepool is created.
 	if err := d.AddToFreePool(ctx, []string{"c1", "c2", "c1"}); err != nil {
 		t.Fatal(err)
+	}
+	fp := f.aggs[1]
+	if fp == nil || fp.Name != "freepool" || fp.AZ != nil {
+		t.Fatalf("freepool not created: %+v", f.aggs)
 	}
 	if err := d.AddToFreePool(ctx, []string{"c2"}); err != nil { // already there: no call, no error
 		t.Fatal(err)
 	}
-	agg := compute.ReservationAggregate{ReservationID: "res-1", ProjectID: "p1", AvailabilityZone: "blazar_res-1"}
+	agg := compute.ReservationAggregate{ReservationID: "res-1", ProjectID: "p1"}
 	if err := d.RemoveFromFreePool(ctx, []string{"c1", "c3"}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,10 +34,19 @@ type Driver struct {
 
 // Call is one recorded pool operation.
 type Call struct {
-	Op            string // add_to_freepool, remove_from_freepool, add_to_reservation, remove_from_reservation, cleanup_servers
+	// Op is add_to_freepool, remove_from_freepool, add_to_reservation,
+	// remove_from_reservation, cleanup_servers, ensure_freepool,
+	// create_reservation_aggregate, delete_reservation_aggregate,
+	// snapshot_servers, create_reservation_flavor, add_flavor_access,
+	// delete_reservation_flavor or live_migrate.
+	Op            string
 	ReservationID string
 	ProjectID     string
 	Hosts         []string
+	// Flavor is the flavor of the flavor operations; Server the server
+	// of live_migrate (Hosts then holds the target).
+	Flavor *compute.FlavorSpec
+	Server string
 }
 
 // maxCalls bounds the recorded history.
@@ -162,4 +172,64 @@ func (d *Driver) RemoveFromReservation(ctx context.Context, agg compute.Reservat
 func (d *Driver) CleanupServers(ctx context.Context, hostnames []string) error {
 	d.record(ctx, Call{Op: "cleanup_servers", Hosts: hostnames})
 	return nil
+}
+
+// EnsureFreePool implements compute.Driver.
+func (d *Driver) EnsureFreePool(ctx context.Context) error {
+	d.record(ctx, Call{Op: "ensure_freepool"})
+	return nil
+}
+
+// CreateReservationAggregate implements compute.Driver.
+func (d *Driver) CreateReservationAggregate(ctx context.Context, agg compute.ReservationAggregate) error {
+	d.record(ctx, Call{Op: "create_reservation_aggregate", ReservationID: agg.ReservationID, ProjectID: agg.ProjectID})
+	return nil
+}
+
+// DeleteReservationAggregate implements compute.Driver.
+func (d *Driver) DeleteReservationAggregate(ctx context.Context, agg compute.ReservationAggregate) error {
+	d.record(ctx, Call{Op: "delete_reservation_aggregate", ReservationID: agg.ReservationID, ProjectID: agg.ProjectID})
+	return nil
+}
+
+// SnapshotServers implements compute.Driver: there are no servers.
+func (d *Driver) SnapshotServers(ctx context.Context, hostnames []string) error {
+	d.record(ctx, Call{Op: "snapshot_servers", Hosts: hostnames})
+	return nil
+}
+
+// HostStatuses implements compute.Driver: nothing reports host status.
+func (d *Driver) HostStatuses(ctx context.Context) (map[string]string, error) {
+	return nil, nil
+}
+
+// CreateReservationFlavor implements compute.Driver.
+func (d *Driver) CreateReservationFlavor(ctx context.Context, f compute.FlavorSpec) error {
+	f.ExtraSpecs = maps.Clone(f.ExtraSpecs)
+	d.record(ctx, Call{Op: "create_reservation_flavor", Flavor: &f})
+	return nil
+}
+
+// AddFlavorAccess implements compute.Driver.
+func (d *Driver) AddFlavorAccess(ctx context.Context, flavorID, projectID string) error {
+	d.record(ctx, Call{Op: "add_flavor_access", ProjectID: projectID, Flavor: &compute.FlavorSpec{ID: flavorID}})
+	return nil
+}
+
+// DeleteReservationFlavor implements compute.Driver.
+func (d *Driver) DeleteReservationFlavor(ctx context.Context, flavorID string) error {
+	d.record(ctx, Call{Op: "delete_reservation_flavor", Flavor: &compute.FlavorSpec{ID: flavorID}})
+	return nil
+}
+
+// LiveMigrate implements compute.Driver: there are no servers to move,
+// so there is none to find.
+func (d *Driver) LiveMigrate(ctx context.Context, serverID, targetHost string) error {
+	d.record(ctx, Call{Op: "live_migrate", Server: serverID, Hosts: []string{targetHost}})
+	return errs.NotFoundf("Server %s could not be found (the standalone compute driver runs no servers).", serverID)
+}
+
+// ServersOnHostDetail implements compute.Driver: there are no servers.
+func (d *Driver) ServersOnHostDetail(ctx context.Context, hostname string) ([]compute.Server, error) {
+	return nil, nil
 }

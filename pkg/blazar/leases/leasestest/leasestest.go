@@ -14,6 +14,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/notify"
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/plugins"
 	"github.com/leasehold/leasehold/plugins/floatingip"
@@ -102,6 +103,10 @@ func (a *Actions) handlers() map[string]outbox.Handler {
 		hostplugin.KindReserveHost:  h(func(p, host string) string { return fmt.Sprintf("start %s [%s]", p, host) }),
 		hostplugin.KindReleaseHost:  h(func(_, host string) string { return fmt.Sprintf("end [%s]", host) }),
 		hostplugin.KindSnapshotHost: h(func(_, host string) string { return fmt.Sprintf("snapshot [%s]", host) }),
+		// The reservation aggregate's own life is not a host action:
+		// done, not recorded.
+		hostplugin.KindCreateAggregate: func(context.Context, json.RawMessage) error { return nil },
+		hostplugin.KindDeleteAggregate: func(context.Context, json.RawMessage) error { return nil },
 	}
 }
 
@@ -183,6 +188,8 @@ type Options struct {
 	DefaultBeforeEnd string
 	// EventsChanged is the lease service's wake-up of the event manager.
 	EventsChanged func()
+	// Notifier, when set, has the service record usage notifications.
+	Notifier *notify.Notifier
 }
 
 // New returns a lease service with the host plugin (and the floating-IP
@@ -197,7 +204,7 @@ func New(d *db.DB, src hostplugin.Source, clock *Clock, o Options) (*leases.Serv
 	if err != nil {
 		panic(err) // one plugin per type above
 	}
-	svc := leases.New(d, reg, leases.Config{MinutesBeforeEndLease: o.MinutesBeforeEndLease, Filters: o.Filters}, clock.Now, o.EventsChanged)
+	svc := leases.New(d, reg, leases.Config{MinutesBeforeEndLease: o.MinutesBeforeEndLease, Filters: o.Filters, Notifier: o.Notifier}, clock.Now, o.EventsChanged)
 	if o.Actions != nil {
 		o.Actions.w = outbox.NewWorker(d, o.Actions.handlers(), outbox.Config{OnFailure: svc.OutboxFailure, OnSuccess: svc.OutboxSuccess}, clock.Now)
 	}
