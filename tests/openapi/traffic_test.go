@@ -117,6 +117,8 @@ func TestBlazarRecordedTraffic(t *testing.T) {
 	h1 := c.call("create host with capabilities", admin, "POST", "/v1/os-hosts", `{"name":"compute-1","gpu":"true","rack":"r1","vcpus":"8"}`, http.StatusCreated)
 	c.call("create host", admin, "POST", "/v1/os-hosts", `{"name":"compute-2","rack":"r2"}`, http.StatusCreated)
 	h3 := c.call("create spare host", admin, "POST", "/v1/os-hosts", `{"name":"compute-3"}`, http.StatusCreated)
+	c.call("create host for an IMMEDIATE lease", admin, "POST", "/v1/os-hosts", `{"name":"compute-4","rack":"r4"}`, http.StatusCreated)
+	c.call("create host for a BEST-EFFORT lease", admin, "POST", "/v1/os-hosts", `{"name":"compute-5","rack":"r5"}`, http.StatusCreated)
 	id1, id3 := field(t, h1, "host.id"), field(t, h3, "host.id")
 	c.call("list hosts", admin, "GET", "/v1/os-hosts", "", http.StatusOK)
 	c.call("list hosts with .json", admin, "GET", "/v1/os-hosts.json", "", http.StatusOK)
@@ -150,6 +152,17 @@ func TestBlazarRecordedTraffic(t *testing.T) {
 	started := c.call("create lease starting now", admin, "POST", "/v1/leases",
 		`{"name":"now","start_date":"now","end_date":"`+future(1)+`","reservations":[{"resource_type":"physical:host","min":1,"max":1,`+
 			`"hypervisor_properties":"","resource_properties":"[\"==\", \"$rack\", \"r2\"]"}],"events":[]}`, http.StatusCreated)
+	onRack := func(rack string) string {
+		return `{"resource_type":"physical:host","min":1,"max":1,"hypervisor_properties":"","resource_properties":"[\"==\", \"$rack\", \"` + rack + `\"]"}`
+	}
+	imm := c.call("create IMMEDIATE lease", member, "POST", "/v1/leases",
+		`{"name":"imm","lease_type":"IMMEDIATE","end_date":"`+future(1)+`","reservations":[`+onRack("r4")+`]}`, http.StatusCreated)
+	best := c.call("create BEST-EFFORT lease", member, "POST", "/v1/leases",
+		`{"name":"asap","lease_type":"best-effort","timeout":"600","start_date":"now","end_date":"`+future(1)+`","reservations":[`+onRack("r5")+`]}`, http.StatusCreated)
+	c.call("second IMMEDIATE lease on a busy host", member, "POST", "/v1/leases",
+		`{"name":"imm2","lease_type":"IMMEDIATE","end_date":"`+future(1)+`","reservations":[`+onRack("r4")+`]}`, http.StatusConflict)
+	c.bad("unknown lease type", member, "POST", "/v1/leases",
+		`{"name":"x","lease_type":"SOMETIME","start_date":"now","end_date":"`+future(1)+`"}`, http.StatusBadRequest)
 	c.waitFor("lease starting now becomes active", "/v1/leases/"+field(t, started, "lease.id"), func(b []byte) bool {
 		return bytes.Contains(b, []byte(`"status":"ACTIVE"`))
 	})
@@ -205,6 +218,8 @@ func TestBlazarRecordedTraffic(t *testing.T) {
 	c.call("delete floating IP lease", member, "DELETE", "/v1/leases/"+field(t, l2, "lease.id"), "", http.StatusNoContent)
 	c.call("delete host lease", member, "DELETE", "/v1/leases/"+lid, "", http.StatusNoContent)
 	c.call("delete the lease of both types", admin, "DELETE", "/v1/leases/"+field(t, both, "lease.id"), "", http.StatusNoContent)
+	c.call("delete IMMEDIATE lease", member, "DELETE", "/v1/leases/"+field(t, imm, "lease.id"), "", http.StatusNoContent)
+	c.call("delete BEST-EFFORT lease", member, "DELETE", "/v1/leases/"+field(t, best, "lease.id"), "", http.StatusNoContent)
 	c.call("delete spare host", admin, "DELETE", "/v1/os-hosts/"+id3, "", http.StatusNoContent)
 	c.call("delete floating IP", admin, "DELETE", "/v1/floatingips/"+fip, "", http.StatusNoContent)
 
