@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make bench-placement: GET /allocation_candidates under load, Leasehold vs
+# make bench-placement: GET /allocation_candidates (and, on the flat
+# dataset, GET /resource_providers with filters) under load, Leasehold vs
 # the real Placement 8.0.0 (Debian placement-api, started beside it by
 # ../shared/conformance/placement/real-placement-server.sh; install it with
 # `setup.sh full`). For each perfload dataset (scripts/benchplacement):
@@ -103,6 +104,12 @@ for ds in $DATASETS; do
   fi
   "$WORK/benchplacement" bench -dataset "$ds" -c "$CONCURRENCY" -duration "$DURATION" "${extra[@]}" "${targets[@]}" \
     | tee -a "$OUT/results.jsonl" | grep '^#' | tee -a "$OUT/results.txt" || true
+  if [ "$ds" = flat ]; then
+    # GET /resource_providers with the resources (and member_of, required)
+    # filters on the same providers.
+    "$WORK/benchplacement" bench -path /resource_providers -dataset "$ds" -c "$CONCURRENCY" -duration "$DURATION" "${targets[@]}" \
+      | tee -a "$OUT/results.jsonl" | grep '^#' | tee -a "$OUT/results.txt" || true
+  fi
   echo "# $ds: leasehold RSS $(rss_mb "$LH_PID") MB after the runs, peak $(hwm_mb "$LH_PID") MB" | tee -a "$OUT/results.txt"
   stop_all
 done

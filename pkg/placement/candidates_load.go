@@ -163,6 +163,14 @@ func (c *snapshotCache) dataVersion(ctx context.Context, d *db.DB) (v int64, ok 
 	return v, true
 }
 
+// currentDataVersion reads the SQLite data_version (ok false when the
+// database has none to offer: MySQL, a private in-memory database).
+func (c *snapshotCache) currentDataVersion(ctx context.Context, d *db.DB) (int64, bool) {
+	c.dv.Lock()
+	defer c.dv.Unlock()
+	return c.dataVersion(ctx, d)
+}
+
 // readMarkerFast is readMarker with the data_version shortcut.
 func (c *snapshotCache) readMarkerFast(ctx context.Context, d *db.DB) (string, error) {
 	c.dv.Lock()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
@@ -92,7 +93,16 @@ func ivAllocate(t testing.TB, s *Service, p *Provider, class string, used int64)
 	}
 	row := models.Allocation{ResourceProviderID: p.ID, ConsumerID: "c0000000-0000-4000-8000-000000000000",
 		ResourceClassID: ids[class], Used: used, CreatedAt: now(), UpdatedAt: now()}
-	if err := s.db.Create(&row).Error; err != nil {
+	// The usage summary too, as every allocation write keeps it (the
+	// listing and candidates read usage from it); no generation bump, so
+	// the tests' generation arithmetic stays as it was.
+	err = s.db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		return s.addUsage(tx, map[usageKey]int64{{p.ID, ids[class]}: used})
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -392,7 +392,7 @@ type ProviderFilter struct {
 	ForbiddenTraits []string
 }
 
-// ListProviders returns the providers matching f, ordered by id. It
+// listProvidersSQL answers ListProviders from the database alone. It
 // follows upstream's evaluation order, which decides which bad filter
 // is reported and when an empty list wins over an error: in_tree (an
 // unknown provider gives []), required traits (an unknown trait is a 400
@@ -401,7 +401,7 @@ type ProviderFilter struct {
 // forbidden aggregates, then resources (an unknown class is a 400 "No
 // such resource class X."). The errors are BadRequest *errs.Error whose
 // message is the bare exception text; the handler adds its prefix.
-func (s *Service) ListProviders(ctx context.Context, f ProviderFilter) ([]Provider, error) {
+func (s *Service) listProvidersSQL(ctx context.Context, f ProviderFilter) ([]Provider, error) {
 	c := s.conn(ctx)
 	q := providerSelect + " WHERE 1=1"
 	var args []any

@@ -46,6 +46,9 @@ type Service struct {
 	snapshots *snapshotCache
 	// consumerTypes maps consumer type names to ids.
 	consumerTypes *consumerTypeCache
+	// provRows is every provider's row for GET /resource_providers, as
+	// of one SQLite data_version.
+	provRows *providerRowCache
 }
 
 // NewService returns a Service on d.
@@ -54,6 +57,7 @@ func NewService(d *db.DB, cfg Config) *Service {
 		db: d, cfg: cfg,
 		snapshots:     &snapshotCache{},
 		consumerTypes: &consumerTypeCache{ids: map[string]int64{}},
+		provRows:      &providerRowCache{},
 	}
 }
 

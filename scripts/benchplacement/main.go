@@ -255,12 +255,23 @@ type stats struct {
 	Bytes     int64   `json:"bytes"`
 }
 
-func bench(name, base, q string, conc int, dur, timeout time.Duration, maxReq int) stats {
+// providerQueries are the GET /resource_providers queries measured on a
+// dataset (issue 16: Placement 8.0.0 takes 83–107 ms on 1,000 flat
+// providers).
+func providerQueries(name string) []string {
+	if name != "flat" {
+		return nil
+	}
+	res := "resources=VCPU:1,DISK_GB:10,MEMORY_MB:256"
+	return []string{res, res + "&member_of=" + agg(0) + "&required=HW_CPU_X86_AVX2"}
+}
+
+func bench(name, base, path, q string, conc int, dur, timeout time.Duration, maxReq int) stats {
 	c := newClient(base, conc)
 	c.hc.Timeout = timeout
 	st := stats{Target: name, Query: q, Clients: conc}
 	t0 := time.Now()
-	code, body, err := c.do("GET", "/allocation_candidates?"+q, nil, "1.39")
+	code, body, err := c.do("GET", path+"?"+q, nil, "1.39")
 	st.FirstCall = float64(time.Since(t0).Microseconds()) / 1000
 	if err != nil || code != 200 {
 		st.TimedOut = err != nil
@@ -270,6 +281,7 @@ func bench(name, base, q string, conc int, dur, timeout time.Duration, maxReq in
 	}
 	var parsed struct {
 		AR []json.RawMessage `json:"allocation_requests"`
+		RP []json.RawMessage `json:"resource_providers"`
 	}
 	// One-time correctness check of the first answer; later answers are
 	// only checked for status and size.
@@ -278,7 +290,7 @@ func bench(name, base, q string, conc int, dur, timeout time.Duration, maxReq in
 		fmt.Fprintf(os.Stderr, "%s: first answer is not JSON: %v %.200s\n", name, err, body)
 		return st
 	}
-	st.Results = len(parsed.AR)
+	st.Results = len(parsed.AR) + len(parsed.RP)
 	size := int64(len(body))
 	st.Bytes = size
 	var mu sync.Mutex
@@ -295,7 +307,7 @@ func bench(name, base, q string, conc int, dur, timeout time.Duration, maxReq in
 			var mine []time.Duration
 			for time.Now().Before(deadline) && (maxReq <= 0 || count.Add(1) <= int64(maxReq)) {
 				t := time.Now()
-				code, _, n, err := c.doRead("GET", "/allocation_candidates?"+q, nil, "1.39", false)
+				code, _, n, err := c.doRead("GET", path+"?"+q, nil, "1.39", false)
 				// Same query, same data: an answer of another size is wrong
 				// (or truncated), unless randomized (same size anyway).
 				if err != nil || code != 200 || n != size {
@@ -342,6 +354,7 @@ func main() {
 	timeout := fs.Duration("timeout", 120*time.Second, "per-request timeout")
 	limitOnly := fs.Bool("limit-only", false, "measure only the limit=5 variant")
 	seq := fs.Bool("sequential", true, "also measure with one client (latency without queueing)")
+	path := fs.String("path", "/allocation_candidates", "what bench asks: /allocation_candidates, or /resource_providers (its filter queries)")
 	var ts targets
 	fs.Var(&ts, "target", "name=URL (repeatable)")
 	_ = fs.Parse(os.Args[2:])
@@ -361,6 +374,9 @@ func main() {
 		if *limitOnly {
 			qs = qs[1:]
 		}
+		if *path == "/resource_providers" {
+			qs = providerQueries(*ds)
+		}
 		concs := []int{*conc}
 		if *seq && *conc != 1 {
 			concs = []int{1, *conc}
@@ -372,10 +388,10 @@ func main() {
 				for _, t := range ts {
 					name, base, _ := strings.Cut(t, "=")
 					if gaveUp[name] {
-						fmt.Printf("# %s %s %s, %s: skipped (timed out with fewer clients)\n", *ds, limitLabel(q), name, clients(cc))
+						fmt.Printf("# %s %s %s, %s: skipped (timed out with fewer clients)\n", *ds, label(*path, q), name, clients(cc))
 						continue
 					}
-					st := bench(name, base, q, cc, *dur, *timeout, *maxReq)
+					st := bench(name, base, *path, q, cc, *dur, *timeout, *maxReq)
 					gaveUp[name] = st.TimedOut
 					all = append(all, st)
 				}
@@ -383,15 +399,15 @@ func main() {
 					b, _ := json.Marshal(s)
 					fmt.Println(string(b))
 					if s.P50ms > 0 {
-						fmt.Printf("# %s %s %s, %s: p50 %.2f ms, p99 %.2f ms, %.1f q/s, %d allocation requests, %s (first call %.1f ms)\n",
-							*ds, limitLabel(q), s.Target, clients(cc), s.P50ms, s.P99ms, s.RPS, s.Results, sizeLabel(s.Bytes), s.FirstCall)
+						fmt.Printf("# %s %s %s, %s: p50 %.2f ms, p99 %.2f ms, %.1f q/s, %d %s, %s (first call %.1f ms)\n",
+							*ds, label(*path, q), s.Target, clients(cc), s.P50ms, s.P99ms, s.RPS, s.Results, resultsWord(*path), sizeLabel(s.Bytes), s.FirstCall)
 					} else {
-						fmt.Printf("# %s %s %s, %s: no successful request (timed out: %v, first call %.0f ms)\n", *ds, limitLabel(q), s.Target, clients(cc), s.TimedOut, s.FirstCall)
+						fmt.Printf("# %s %s %s, %s: no successful request (timed out: %v, first call %.0f ms)\n", *ds, label(*path, q), s.Target, clients(cc), s.TimedOut, s.FirstCall)
 					}
 				}
 				if len(all) == 2 && all[0].P50ms > 0 && all[1].P50ms > 0 {
 					fmt.Printf("# %s %s, %s: p50 %.2f ms vs %.2f ms (%.1fx faster), p99 %.2f vs %.2f ms, %.0f vs %.1f q/s (%.1fx)\n",
-						*ds, limitLabel(q), clients(cc), all[0].P50ms, all[1].P50ms, all[1].P50ms/all[0].P50ms,
+						*ds, label(*path, q), clients(cc), all[0].P50ms, all[1].P50ms, all[1].P50ms/all[0].P50ms,
 						all[0].P99ms, all[1].P99ms, all[0].RPS, all[1].RPS, all[0].RPS/all[1].RPS)
 				}
 			}
@@ -416,9 +432,24 @@ func sizeLabel(n int64) string {
 	return fmt.Sprintf("%.0f KB", float64(n)/1024)
 }
 
-func limitLabel(q string) string {
+// label names a measured query in the report.
+func label(path, q string) string {
+	if path == "/resource_providers" {
+		l := "GET /resource_providers?resources"
+		if strings.Contains(q, "member_of=") {
+			l += "&member_of&required"
+		}
+		return l
+	}
 	if strings.Contains(q, "limit=") {
 		return "limit=5"
 	}
 	return "unlimited"
+}
+
+func resultsWord(path string) string {
+	if path == "/resource_providers" {
+		return "providers"
+	}
+	return "allocation requests"
 }

@@ -1,0 +1,236 @@
+package openapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/pkg/config"
+	"github.com/leasehold/leasehold/pkg/db/dbtest"
+	"github.com/leasehold/leasehold/pkg/server"
+)
+
+// startServer runs the whole service on a loopback port with a fresh
+// database and noauth, and returns its base URL; it stops with the test.
+func startServer(t *testing.T) string {
+	t.Helper()
+	cfg, err := config.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Database = dbtest.URL(t)
+	cfg.Listen, cfg.PlacementListen = "127.0.0.1:0", ""
+	cfg.Auth = "noauth"
+	cfg.ShutdownTimeout = 10 * time.Second
+	// The access log of every request would bury the test's output.
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := server.New(ctx, cfg)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Error("the server did not stop within a minute of its context ending")
+		}
+	})
+	select {
+	case <-s.Ready:
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the server did not start listening")
+	}
+	return "http://" + s.Addrs[0]
+}
+
+// field reads a dotted path ("lease.id") of a JSON answer as a string.
+func field(t *testing.T, e *exchange, path string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(e.respBody, &v); err != nil {
+		t.Fatalf("%s: answer is not JSON: %v: %s", e.name, err, e.respBody)
+	}
+	for _, k := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[k]
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i >= len(x) {
+				t.Fatalf("%s: no %s in %s", e.name, path, e.respBody)
+			}
+			v = x[i]
+		default:
+			t.Fatalf("%s: no %s in %s", e.name, path, e.respBody)
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		t.Fatalf("%s: no %s in %s", e.name, path, e.respBody)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestBlazarRecordedTraffic drives a real server through every Blazar
+// operation, records each exchange and validates it against
+// etc/openapi/blazar-v1.yaml.
+func TestBlazarRecordedTraffic(t *testing.T) {
+	s := loadBlazar(t)
+	base := startServer(t)
+	c := &client{t: t, base: base, hc: &http.Client{Timeout: 30 * time.Second}}
+	const admin, member = "admin", "user:project"
+	now := time.Now().UTC()
+	future := func(days int) string { return now.AddDate(0, 0, days).Format("2006-01-02 15:04") }
+	lease := func(name string, start, end int, res string) string {
+		return `{"name":"` + name + `","start_date":"` + future(start) + `","end_date":"` + future(end) +
+			`","reservations":[` + res + `],"events":[],"before_end_date":null}`
+	}
+	hostRes := func(min, max int) string {
+		b, _ := json.Marshal(map[string]any{"resource_type": "physical:host", "min": min, "max": max,
+			"hypervisor_properties": `[">=", "$vcpus", "2"]`, "resource_properties": "", "before_end": "default"})
+		return string(b)
+	}
+
+	// Discovery, without a token.
+	c.call("versions at the root", "", "GET", "/", "", http.StatusMultipleChoices)
+	c.call("versions", "", "GET", "/versions", "", http.StatusMultipleChoices)
+
+	// Hosts and their properties.
+	c.call("empty host list", admin, "GET", "/v1/os-hosts", "", http.StatusOK)
+	h1 := c.call("create host with capabilities", admin, "POST", "/v1/os-hosts", `{"name":"compute-1","gpu":"true","rack":"r1","vcpus":"8"}`, http.StatusCreated)
+	c.call("create host", admin, "POST", "/v1/os-hosts", `{"name":"compute-2","rack":"r2"}`, http.StatusCreated)
+	h3 := c.call("create spare host", admin, "POST", "/v1/os-hosts", `{"name":"compute-3"}`, http.StatusCreated)
+	c.call("create host for an IMMEDIATE lease", admin, "POST", "/v1/os-hosts", `{"name":"compute-4","rack":"r4"}`, http.StatusCreated)
+	c.call("create host for a BEST-EFFORT lease", admin, "POST", "/v1/os-hosts", `{"name":"compute-5","rack":"r5"}`, http.StatusCreated)
+	id1, id3 := field(t, h1, "host.id"), field(t, h3, "host.id")
+	c.call("list hosts", admin, "GET", "/v1/os-hosts", "", http.StatusOK)
+	c.call("list hosts with .json", admin, "GET", "/v1/os-hosts.json", "", http.StatusOK)
+	c.call("show host", admin, "GET", "/v1/os-hosts/"+id1, "", http.StatusOK)
+	c.call("show host with .json", admin, "GET", "/v1/os-hosts/"+id1+".json", "", http.StatusOK)
+	c.call("update host capabilities", admin, "PUT", "/v1/os-hosts/"+id1, `{"rack":"r3","ssd":"true"}`, http.StatusOK)
+	c.call("properties", admin, "GET", "/v1/os-hosts/properties", "", http.StatusOK)
+	c.call("properties in detail", admin, "GET", "/v1/os-hosts/properties?detail=True&all=True", "", http.StatusOK)
+	c.call("make a property private", admin, "PATCH", "/v1/os-hosts/properties/ssd", `{"private":true}`, http.StatusOK)
+	c.call("make it public again", admin, "PATCH", "/v1/os-hosts/properties/ssd.json", `{"private":false}`, http.StatusOK)
+
+	// Floating IPs.
+	const net = "7d3c1e0a-5a2b-4c3d-8e9f-0a1b2c3d4e5f"
+	c.call("empty floating IP list", admin, "GET", "/v1/floatingips", "", http.StatusOK)
+	f1 := c.call("create floating IP", admin, "POST", "/v1/floatingips", `{"floating_network_id":"`+net+`","floating_ip_address":"192.0.2.10"}`, http.StatusCreated)
+	c.call("create second floating IP", admin, "POST", "/v1/floatingips", `{"floating_network_id":"`+net+`","floating_ip_address":"192.0.2.11"}`, http.StatusCreated)
+	fip := field(t, f1, "floatingip.id")
+	c.call("list floating IPs", member, "GET", "/v1/floatingips", "", http.StatusOK)
+	c.call("show floating IP", admin, "GET", "/v1/floatingips/"+fip, "", http.StatusOK)
+
+	// Leases.
+	c.call("empty lease list", admin, "GET", "/v1/leases", "", http.StatusOK)
+	l1 := c.call("create host lease", member, "POST", "/v1/leases", lease("hosts", 1, 2, hostRes(1, 2)), http.StatusCreated)
+	lid := field(t, l1, "lease.id")
+	l2 := c.call("create floating IP lease", member, "POST", "/v1/leases",
+		lease("fips", 3, 4, `{"resource_type":"virtual:floatingip","network_id":"`+net+`","amount":1,"required_floatingips":["192.0.2.11"]}`), http.StatusCreated)
+	both := c.call("create lease with a before_end_date and integer-like strings", admin, "POST", "/v1/leases",
+		`{"name":"both","start_date":"`+future(5)+`","end_date":"`+future(6)+`","before_end_date":"`+now.AddDate(0, 0, 5).Add(12*time.Hour).Format("2006-01-02 15:04")+`","reservations":[`+
+			`{"resource_type":"physical:host","min":"1","max":"1","hypervisor_properties":"","resource_properties":"[\"==\", \"$rack\", \"r2\"]"},`+
+			`{"resource_type":"virtual:floatingip","network_id":"`+net+`","amount":"1"}],"events":[]}`, http.StatusCreated)
+	started := c.call("create lease starting now", admin, "POST", "/v1/leases",
+		`{"name":"now","start_date":"now","end_date":"`+future(1)+`","reservations":[{"resource_type":"physical:host","min":1,"max":1,`+
+			`"hypervisor_properties":"","resource_properties":"[\"==\", \"$rack\", \"r2\"]"}],"events":[]}`, http.StatusCreated)
+	onRack := func(rack string) string {
+		return `{"resource_type":"physical:host","min":1,"max":1,"hypervisor_properties":"","resource_properties":"[\"==\", \"$rack\", \"` + rack + `\"]"}`
+	}
+	imm := c.call("create IMMEDIATE lease", member, "POST", "/v1/leases",
+		`{"name":"imm","lease_type":"IMMEDIATE","end_date":"`+future(1)+`","reservations":[`+onRack("r4")+`]}`, http.StatusCreated)
+	best := c.call("create BEST-EFFORT lease", member, "POST", "/v1/leases",
+		`{"name":"asap","lease_type":"best-effort","timeout":"600","start_date":"now","end_date":"`+future(1)+`","reservations":[`+onRack("r5")+`]}`, http.StatusCreated)
+	c.call("second IMMEDIATE lease on a busy host", member, "POST", "/v1/leases",
+		`{"name":"imm2","lease_type":"IMMEDIATE","end_date":"`+future(1)+`","reservations":[`+onRack("r4")+`]}`, http.StatusConflict)
+	c.bad("unknown lease type", member, "POST", "/v1/leases",
+		`{"name":"x","lease_type":"SOMETIME","start_date":"now","end_date":"`+future(1)+`"}`, http.StatusBadRequest)
+	c.waitFor("lease starting now becomes active", "/v1/leases/"+field(t, started, "lease.id"), func(b []byte) bool {
+		return bytes.Contains(b, []byte(`"status":"ACTIVE"`))
+	})
+	c.call("list leases as admin", admin, "GET", "/v1/leases", "", http.StatusOK)
+	c.call("list leases as member", member, "GET", "/v1/leases.json", "", http.StatusOK)
+	c.call("show lease", member, "GET", "/v1/leases/"+lid, "", http.StatusOK)
+	c.call("show lease with .json", member, "GET", "/v1/leases/"+lid+".json", "", http.StatusOK)
+	c.call("prolong lease", member, "PUT", "/v1/leases/"+lid, `{"end_date":"`+future(3)+`"}`, http.StatusOK)
+	c.call("rename lease and change its reservation", member, "PUT", "/v1/leases/"+lid,
+		`{"name":"renamed","reservations":[{"id":"`+field(t, l1, "lease.reservations.0.id")+`","min":1,"max":1}]}`, http.StatusOK)
+	c.call("allocations", admin, "GET", "/v1/os-hosts/allocations", "", http.StatusOK)
+	c.call("allocations of a lease", admin, "GET", "/v1/os-hosts/allocations?lease_id="+lid, "", http.StatusOK)
+	c.call("allocation of a host", admin, "GET", "/v1/os-hosts/"+id1+"/allocation", "", http.StatusOK)
+	c.call("allocation of a host by reservation", admin, "GET", "/v1/os-hosts/"+id3+"/allocation.json?reservation_id=nope", "", http.StatusOK)
+
+	// Errors the API answers to well-formed requests.
+	const nolease = "00000000-0000-4000-8000-000000000000"
+	c.bad("no token", "", "GET", "/v1/leases", "", http.StatusUnauthorized)
+	c.call("unknown token", "nobody", "GET", "/v1/os-hosts", "", http.StatusUnauthorized)
+	c.call("member lists hosts", member, "GET", "/v1/os-hosts", "", http.StatusForbidden)
+	c.call("member creates a host", member, "POST", "/v1/os-hosts", `{"name":"compute-9"}`, http.StatusForbidden)
+	c.call("member shows another project's lease", "other:elsewhere", "GET", "/v1/leases/"+lid, "", http.StatusForbidden)
+	c.call("unknown lease", admin, "GET", "/v1/leases/"+nolease, "", http.StatusNotFound)
+	c.call("update unknown lease", admin, "PUT", "/v1/leases/"+nolease, `{"name":"x"}`, http.StatusNotFound)
+	c.call("delete unknown lease", admin, "DELETE", "/v1/leases/"+nolease, "", http.StatusNotFound)
+	c.call("unknown host", admin, "GET", "/v1/os-hosts/999", "", http.StatusNotFound)
+	c.call("unknown host allocation", admin, "GET", "/v1/os-hosts/999/allocation", "", http.StatusNotFound)
+	c.call("unknown property", admin, "PATCH", "/v1/os-hosts/properties/nope", `{"private":true}`, http.StatusNotFound)
+	c.call("unknown floating IP", admin, "GET", "/v1/floatingips/"+nolease, "", http.StatusNotFound)
+	c.call("not enough hosts", admin, "POST", "/v1/leases", lease("too-big", 1, 2, hostRes(9, 9)), http.StatusConflict)
+	c.call("host already registered", admin, "POST", "/v1/os-hosts", `{"name":"compute-1"}`, http.StatusConflict)
+	c.call("duplicate floating IP", admin, "POST", "/v1/floatingips", `{"floating_network_id":"`+net+`","floating_ip_address":"192.0.2.10"}`, http.StatusConflict)
+	c.call("delete a reserved host", admin, "DELETE", "/v1/os-hosts/"+id1, "", http.StatusConflict)
+	c.call("start date in the past", admin, "POST", "/v1/leases",
+		`{"name":"past","start_date":"2001-01-01 00:00","end_date":"2001-01-02 00:00","reservations":[],"events":[]}`, http.StatusBadRequest)
+	c.call("unsupported microversion", admin, "GET", "/v1/leases", "", http.StatusNotAcceptable, "OpenStack-API-Version", "reservation 2.0")
+	c.call("latest microversion", admin, "GET", "/v1/leases", "", http.StatusOK, "OpenStack-API-Version", "reservation latest")
+	c.call("unknown route", admin, "GET", "/v1/nope", "", http.StatusNotFound)
+	c.call("wrong method", admin, "POST", "/v1/os-hosts/"+id1, `{}`, http.StatusMethodNotAllowed)
+
+	// Requests the description itself refuses: only the answers are held
+	// to it.
+	c.bad("malformed microversion", admin, "GET", "/v1/leases", "", http.StatusBadRequest, "OpenStack-API-Version", "reservation one")
+	c.bad("lease without a name", admin, "POST", "/v1/leases", `{"start_date":"now","end_date":"`+future(1)+`"}`, http.StatusBadRequest)
+	c.bad("malformed JSON", admin, "POST", "/v1/leases", `{"name": `, http.StatusBadRequest)
+	c.bad("unsupported lease update key", member, "PUT", "/v1/leases/"+lid, `{"events":[]}`, http.StatusBadRequest)
+	c.bad("empty host update", admin, "PUT", "/v1/os-hosts/"+id1, `{}`, http.StatusBadRequest)
+	c.bad("host without a name", admin, "POST", "/v1/os-hosts", `{"rack":"r1"}`, http.StatusBadRequest)
+	c.bad("property update of another key", admin, "PATCH", "/v1/os-hosts/properties/gpu", `{"public":true}`, http.StatusBadRequest)
+	c.bad("floating IP with a bad address", admin, "POST", "/v1/floatingips", `{"floating_network_id":"`+net+`","floating_ip_address":"192.0.2.300"}`, http.StatusBadRequest)
+
+	// Deletes.
+	c.call("delete floating IP lease", member, "DELETE", "/v1/leases/"+field(t, l2, "lease.id"), "", http.StatusNoContent)
+	c.call("delete host lease", member, "DELETE", "/v1/leases/"+lid, "", http.StatusNoContent)
+	c.call("delete the lease of both types", admin, "DELETE", "/v1/leases/"+field(t, both, "lease.id"), "", http.StatusNoContent)
+	c.call("delete IMMEDIATE lease", member, "DELETE", "/v1/leases/"+field(t, imm, "lease.id"), "", http.StatusNoContent)
+	c.call("delete BEST-EFFORT lease", member, "DELETE", "/v1/leases/"+field(t, best, "lease.id"), "", http.StatusNoContent)
+	c.call("delete spare host", admin, "DELETE", "/v1/os-hosts/"+id3, "", http.StatusNoContent)
+	c.call("delete floating IP", admin, "DELETE", "/v1/floatingips/"+fip, "", http.StatusNoContent)
+
+	ch := newChecker(t, s)
+	for _, e := range c.log {
+		ch.check(e)
+	}
+	for key := range operations(s.model) {
+		if ch.ok[key] == 0 {
+			t.Errorf("%s: the scenario got no successful answer from it; the description lists an operation the server may not serve", key)
+		}
+	}
+	ch.summary("recorded traffic")
+}
