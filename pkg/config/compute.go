@@ -152,28 +152,8 @@ func (n Nova) HTTPTimeout() time.Duration { return time.Duration(n.Timeout) * ti
 // cannot reach Nova without, by name, in one error; nil when the section
 // is usable.
 func (n Nova) Check() error {
-	var missing []string
-	need := func(name, val string) {
-		if strings.TrimSpace(val) == "" {
-			missing = append(missing, name)
-		}
-	}
-	need("auth_type", n.AuthType)
-	need("auth_url", n.AuthURL)
-	need("username", n.Username)
-	need("password", n.Password)
-	need("project_name", n.ProjectName)
-	if n.UserDomainName == "" && n.UserDomainID == "" {
-		missing = append(missing, "user_domain_name")
-	}
-	if n.ProjectDomainName == "" && n.ProjectDomainID == "" {
-		missing = append(missing, "project_domain_name")
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("config: compute driver nova needs these [nova] options, which are missing or empty: %s", strings.Join(missing, ", "))
-	}
-	if n.AuthType != "password" {
-		return fmt.Errorf("config: [nova] auth_type = %q is not supported (supported: password)", n.AuthType)
-	}
-	return nil
+	return checkPasswordAuth("compute driver nova needs", "nova", passwordAuth{
+		n.AuthType, n.AuthURL, n.Username, n.Password, n.ProjectName,
+		n.UserDomainName, n.UserDomainID, n.ProjectDomainName, n.ProjectDomainID,
+	})
 }

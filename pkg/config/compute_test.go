@@ -83,7 +83,7 @@ func TestComputeRefused(t *testing.T) {
 
 func TestNovaCheckNamesEveryMissingOption(t *testing.T) {
 	err := Nova{UserDomainID: "default"}.Check()
-	want := "auth_type, auth_url, username, password, project_name, project_domain_name"
+	want := "auth_url, auth_type, username, password, project_name, project_domain_name"
 	if err == nil || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("Check() = %v, want the missing options %s", err, want)
 	}

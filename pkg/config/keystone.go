@@ -116,28 +116,46 @@ func (c *Config) normalizeAuth() error {
 // service user cannot do without, by its [keystone_authtoken] name, in
 // one error; nil when the section is usable.
 func (k KeystoneAuthtoken) Check() error {
+	return checkPasswordAuth("auth_strategy = keystone needs", "keystone_authtoken", passwordAuth{
+		k.AuthType, k.AuthURL, k.Username, k.Password, k.ProjectName,
+		k.UserDomainName, k.UserDomainID, k.ProjectDomainName, k.ProjectDomainID,
+	})
+}
+
+// passwordAuth are keystoneauth's password-plugin options, as every
+// section that logs in to Keystone names them.
+type passwordAuth struct {
+	authType, authURL, username, password, projectName string
+	userDomainName, userDomainID                       string
+	projectDomainName, projectDomainID                 string
+}
+
+// checkPasswordAuth names every missing option of section in one error
+// ("config: <who> these [section] options, …"), and refuses auth types
+// other than password.
+func checkPasswordAuth(who, section string, a passwordAuth) error {
 	var missing []string
 	need := func(name, val string) {
 		if strings.TrimSpace(val) == "" {
 			missing = append(missing, name)
 		}
 	}
-	need("auth_url", k.AuthURL)
-	need("auth_type", k.AuthType)
-	need("username", k.Username)
-	need("password", k.Password)
-	need("project_name", k.ProjectName)
-	if k.UserDomainName == "" && k.UserDomainID == "" {
+	need("auth_url", a.authURL)
+	need("auth_type", a.authType)
+	need("username", a.username)
+	need("password", a.password)
+	need("project_name", a.projectName)
+	if a.userDomainName == "" && a.userDomainID == "" {
 		missing = append(missing, "user_domain_name")
 	}
-	if k.ProjectDomainName == "" && k.ProjectDomainID == "" {
+	if a.projectDomainName == "" && a.projectDomainID == "" {
 		missing = append(missing, "project_domain_name")
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("config: auth_strategy = keystone needs these [keystone_authtoken] options, which are missing or empty: %s", strings.Join(missing, ", "))
+		return fmt.Errorf("config: %s these [%s] options, which are missing or empty: %s", who, section, strings.Join(missing, ", "))
 	}
-	if k.AuthType != "password" {
-		return fmt.Errorf("config: [keystone_authtoken] auth_type = %q is not supported (supported: password)", k.AuthType)
+	if a.authType != "password" {
+		return fmt.Errorf("config: [%s] auth_type = %q is not supported (supported: password)", section, a.authType)
 	}
 	return nil
 }
