@@ -21,6 +21,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/server"
+	"github.com/leasehold/leasehold/tests/internal/lhtest"
 )
 
 // The lease kinds over HTTP (lease_type SCHEDULE, IMMEDIATE, BEST-EFFORT;
@@ -55,28 +56,7 @@ func startKindsServer(t *testing.T, dbURL string) *kindsServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("server did not stop")
-		}
-	})
-	select {
-	case <-s.Ready:
-	case err := <-done:
-		t.Fatalf("server: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("server did not start")
-	}
+	s := lhtest.Run(t, cfg)
 	return &kindsServer{srv: s, base: "http://" + s.Addrs[0]}
 }
 

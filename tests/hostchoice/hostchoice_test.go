@@ -22,7 +22,7 @@ import (
 
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
-	"github.com/leasehold/leasehold/pkg/server"
+	"github.com/leasehold/leasehold/tests/internal/lhtest"
 )
 
 // api is a running server and its client.
@@ -51,32 +51,7 @@ func start(t *testing.T, allow ...string) *api {
 	cfg.Blazar.PhysicalHost.AllowMigration = allow
 	cfg.Listen, cfg.PlacementListen = "127.0.0.1:0", ""
 	cfg.ShutdownTimeout = 10 * time.Second
-	s, err := server.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Run, not just the handler: the event manager starts leases.
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(time.Minute):
-			t.Error("the server did not stop within a minute of its context ending")
-		}
-	})
-	select {
-	case <-s.Ready:
-	case err := <-done:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("the server did not start listening")
-	}
+	s := lhtest.Run(t, cfg)
 	return &api{t: t, url: "http://" + s.Addrs[0], c: &http.Client{}}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/server"
 	"github.com/leasehold/leasehold/tests/internal/kstest"
+	"github.com/leasehold/leasehold/tests/internal/lhtest"
 )
 
 // replica is a running Leasehold server.
@@ -38,31 +39,7 @@ func startServer(t *testing.T, r *Rabbit, dbURL, driver, topic string) *replica 
 	conf := fmt.Sprintf("[DEFAULT]\nlisten = 127.0.0.1:0\ntransport_url = %s\n[api]\nauth_strategy = noauth\n"+
 		"[database]\nconnection = %s\n[manager]\nminutes_before_end_lease = 0\n"+
 		"[oslo_messaging_notifications]\ndriver = %s\ntopics = %s\n", r.URL(), dbURL, driver, topic)
-	s, err := server.New(context.Background(), kstest.LoadConfig(t, t.TempDir(), conf, EnvRequireRabbitMQ))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-errc:
-			if err != nil {
-				t.Errorf("server: %v", err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Error("server did not stop within 60 s")
-		}
-	})
-	select {
-	case <-s.Ready:
-	case err := <-errc:
-		t.Fatalf("server: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("server not ready after 30 s")
-	}
+	s := lhtest.Run(t, kstest.LoadConfig(t, t.TempDir(), conf, EnvRequireRabbitMQ))
 	return &replica{s: s, url: "http://" + s.Addrs[0]}
 }
 

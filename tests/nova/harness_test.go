@@ -11,11 +11,8 @@
 package nova_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,6 +24,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/server"
 	"github.com/leasehold/leasehold/tests/internal/kstest"
+	"github.com/leasehold/leasehold/tests/internal/lhtest"
 	"github.com/leasehold/leasehold/tests/internal/novatest"
 )
 
@@ -191,28 +189,7 @@ func (e *Env) StartLeasehold(t testing.TB, extra string) *Leasehold {
 	if cfg.Compute.Driver != config.ComputeNova {
 		t.Fatalf("compute driver %q", cfg.Compute.Driver)
 	}
-	s, err := server.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("Leasehold did not stop within 30s")
-		}
-	})
-	select {
-	case <-s.Ready:
-	case err := <-done:
-		t.Fatalf("Leasehold stopped: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("Leasehold not ready within 30s")
-	}
+	s := lhtest.Run(t, cfg)
 	return &Leasehold{URL: "http://" + s.Addrs[0], S: s}
 }
 
@@ -227,43 +204,8 @@ func (e *Env) Tokens(t testing.TB) Tokens {
 	}
 }
 
-var apiClient = &http.Client{Timeout: 60 * time.Second}
-
-// call makes one Blazar API call on base (…/v1 appended) as tok and
-// returns the status and body, decoding a 2xx body into out.
-func call(t testing.TB, base, method, path, tok string, body, out any) (int, string) {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, base+"/v1"+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Auth-Token", tok)
-	resp, err := apiClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode < 300 {
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s %s: %v in %s", method, path, err, b)
-		}
-	}
-	return resp.StatusCode, string(b)
-}
-
-// mustCall is call, failing the test unless the status is want.
-func mustCall(t testing.TB, base, method, path, tok string, want int, body, out any) string {
-	t.Helper()
-	code, b := call(t, base, method, path, tok, body, out)
-	if code != want {
-		t.Fatalf("%s %s: %d %s, want %d", method, path, code, b, want)
-	}
-	return b
-}
+// call and mustCall are lhtest.Call and lhtest.MustCall.
+var call, mustCall = lhtest.Call, lhtest.MustCall
 
 // Lease is what these tests read of a lease.
 type Lease struct {

@@ -2,7 +2,6 @@ package openapi_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -14,7 +13,7 @@ import (
 
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
-	"github.com/leasehold/leasehold/pkg/server"
+	"github.com/leasehold/leasehold/tests/internal/lhtest"
 )
 
 // startServer runs the whole service on a loopback port with a fresh
@@ -31,30 +30,7 @@ func startServer(t *testing.T) string {
 	cfg.ShutdownTimeout = 10 * time.Second
 	// The access log of every request would bury the test's output.
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := server.New(ctx, cfg)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			t.Error("the server did not stop within a minute of its context ending")
-		}
-	})
-	select {
-	case <-s.Ready:
-	case err := <-done:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("the server did not start listening")
-	}
-	return "http://" + s.Addrs[0]
+	return lhtest.URL(lhtest.Run(t, cfg))
 }
 
 // field reads a dotted path ("lease.id") of a JSON answer as a string.
