@@ -272,32 +272,9 @@ func registerHost(t testing.TB, base, admin, name string) string {
 	return out.Host.ID
 }
 
-// nextMinute is the lease date of the first whole minute at least lead
-// from now.
-func nextMinute(lead time.Duration) string {
-	return time.Now().UTC().Add(lead).Truncate(time.Minute).Add(time.Minute).Format("2006-01-02 15:04")
-}
-
-// membership says which aggregates hold host, by name.
-func membership(aggs []novatest.Aggregate, host string) []string {
-	var in []string
-	for _, a := range aggs {
-		for _, h := range a.Hosts {
-			if h == host {
-				in = append(in, a.Name)
-			}
-		}
-	}
-	return in
-}
-
-// countNamed is how many aggregates are named name.
-func countNamed(aggs []novatest.Aggregate, name string) int {
-	n := 0
-	for _, a := range aggs {
-		if a.Name == name {
-			n++
-		}
-	}
-	return n
-}
+// Lease dates and aggregate membership: novatest's helpers.
+var (
+	nextMinute = novatest.NextMinute
+	membership = novatest.Membership
+	countNamed = novatest.CountNamed
+)

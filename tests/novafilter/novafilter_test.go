@@ -64,6 +64,12 @@ func TestLeaseholdFilter(t *testing.T) {
 		mustCall(t, lh, "POST", "/os-hosts", admin, http.StatusCreated, map[string]any{"name": h}, &out)
 		name[out.Host.ID] = h
 	}
+	if _, err := n.WaitAggregate(ctx, admin, 60*time.Second, func(as []novatest.Aggregate) bool {
+		return slices.Equal(novatest.Membership(as, "compute1"), []string{"freepool"}) &&
+			slices.Equal(novatest.Membership(as, "compute2"), []string{"freepool"}) && novatest.Membership(as, "compute3") == nil
+	}); err != nil {
+		t.Fatalf("Leasehold's hosts in the freepool: %v", err)
+	}
 	var lease struct {
 		Lease struct {
 			ID           string `json:"id"`
@@ -160,7 +166,22 @@ func TestLeaseholdFilter(t *testing.T) {
 	if stranger.Status != "ERROR" || !strings.Contains(stranger.Fault, "No valid host") {
 		t.Errorf("another project's boot with the hint: %+v, want ERROR with no valid host", stranger)
 	}
-	for _, id := range []string{hinted.ID, plain.ID, stranger.ID} {
+	// With LeaseholdFilter as with the BlazarFilter the lease's end
+	// deletes its servers and gives the host back to the freepool.
+	end := novatest.NextMinute(5 * time.Second)
+	mustCall(t, lh, "PUT", "/leases/"+lease.Lease.ID, demo, http.StatusOK, map[string]any{"end_date": end}, nil)
+	if err := n.WaitGone(ctx, admin, hinted.ID, 150*time.Second); err != nil {
+		t.Fatalf("the lease's server after its end (%s): %v", end, err)
+	}
+	if _, err := n.WaitAggregate(ctx, admin, 60*time.Second, func(as []novatest.Aggregate) bool {
+		return novatest.CountNamed(as, res) == 0 && slices.Equal(novatest.Membership(as, reserved), []string{"freepool"})
+	}); err != nil {
+		t.Fatalf("the reserved host after the end: %v", err)
+	}
+	if s, err := n.GetServer(ctx, admin, plain.ID); err != nil || s.Status != "ACTIVE" {
+		t.Errorf("the server on the unmanaged host after the end: %+v %v, want it untouched", s, err)
+	}
+	for _, id := range []string{plain.ID, stranger.ID} {
 		deleteServer(t, n, admin, id)
 	}
 

@@ -529,3 +529,31 @@ func (n *Nova) Hypervisors(ctx context.Context, adminTok string) ([]Hypervisor, 
 	err := n.Call(ctx, "GET", "/os-hypervisors/detail", adminTok, nil, &out)
 	return out.Hypervisors, err
 }
+
+// NextMinute is the Blazar lease date (minutes) of the first whole
+// minute at least lead from now.
+func NextMinute(lead time.Duration) string {
+	return time.Now().UTC().Add(lead).Truncate(time.Minute).Add(time.Minute).Format("2006-01-02 15:04")
+}
+
+// Membership names the aggregates that hold host.
+func Membership(aggs []Aggregate, host string) []string {
+	var in []string
+	for _, a := range aggs {
+		if a.HasHost(host) {
+			in = append(in, a.Name)
+		}
+	}
+	return in
+}
+
+// CountNamed is how many aggregates are named name.
+func CountNamed(aggs []Aggregate, name string) int {
+	n := 0
+	for _, a := range aggs {
+		if a.Name == name {
+			n++
+		}
+	}
+	return n
+}
