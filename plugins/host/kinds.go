@@ -29,7 +29,8 @@ import (
 // project. A BEST-EFFORT lease may clear such hosts: PrepareClearing asks
 // allocator.PlanScavenge which hosts to clear and where each instance
 // (a consumer of type INSTANCE) goes, and ReservePrepared records the
-// moves in the outbox (KindMoveInstance, carried out by Mover).
+// moves in the outbox (KindMoveInstance, carried out by Mover). With the
+// nova driver the same questions are asked of Nova instead (nova.go).
 
 // KindMoveInstance moves one instance's allocations from a host's compute
 // provider to another's (standalone mode: the allocation is the

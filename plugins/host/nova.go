@@ -187,8 +187,12 @@ func (p *Plugin) scavengeInputCompute(ctx context.Context, lease plugins.Lease, 
 			for c := range use {
 				sh.Used[c] += use[c]
 			}
-			if s.ProjectID != lease.ProjectID {
+			switch {
+			case s.ProjectID == lease.ProjectID:
+			case liveMigratable(s.Status):
 				sh.Instances = append(sh.Instances, allocator.ScavengeInstance{ID: s.ID, Usage: use})
+			case sh.Pinned == "":
+				sh.Pinned = fmt.Sprintf("server %s of another project is %s and cannot be live-migrated", s.ID, s.Status)
 			}
 		}
 		sort.Slice(sh.Instances, func(a, b int) bool { return sh.Instances[a].ID < sh.Instances[b].ID })
@@ -221,4 +225,14 @@ func clearedCompute(ctx context.Context, tx *plugins.Tx, lease plugins.Lease) (b
 	err := tx.WithContext(ctx).Model(&models.OutboxAction{}).
 		Where("lease_id = ? AND kind = ?", lease.ID, KindMoveInstance).Count(&n).Error
 	return n == 0, err
+}
+
+// liveMigratable reports whether Nova live-migrates a server of status
+// st ("" when the driver does not say: left to Nova).
+func liveMigratable(st string) bool {
+	switch st {
+	case "", "ACTIVE", "PAUSED":
+		return true
+	}
+	return false
 }

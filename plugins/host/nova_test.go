@@ -62,7 +62,7 @@ func novaPlugin(t *testing.T, c3 compute.HostDetails) (*Plugin, *fakeNova, plugi
 	nova := &fakeNova{
 		hosts: []compute.HostDetails{size("c1", 8, 16384, 100), size("c2", 8, 16384, 100), c3, size("c4", 64, 262144, 1000)},
 		servers: map[string][]compute.Server{
-			"c1": {{ID: "s-other", ProjectID: "other", FlavorVCPUs: 2, FlavorRAM: 4096, FlavorDisk: 20}},
+			"c1": {{ID: "s-other", ProjectID: "other", Status: "ACTIVE", FlavorVCPUs: 2, FlavorRAM: 4096, FlavorDisk: 20}},
 		},
 	}
 	p := New(src, dbtest.Open(t).DB, Config{ClearHosts: true, Compute: nova, Driver: "nova"}, func() time.Time { return now })
@@ -120,6 +120,14 @@ func TestNovaBusyNowAndPlan(t *testing.T) {
 		}
 		if diff := cmp.Diff([]string{"2", "1"}, ch.chosen); diff != "" {
 			t.Errorf("hosts (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("not live-migratable", func(t *testing.T) {
+		p, nova, lease := novaPlugin(t, compute.HostDetails{ServiceName: "c3", VCPUs: 8, MemoryMB: 16384, LocalGB: 100})
+		nova.servers["c1"][0].Status = "SHUTOFF"
+		_, err := p.PrepareClearing(ctx, lease, twoHosts(t, p, lease), true, nil)
+		if !errs.Is(err, errs.NotEnoughResources) || !strings.Contains(err.Error(), "server s-other of another project is SHUTOFF and cannot be live-migrated") {
+			t.Errorf("PrepareClearing with a stopped server on the host to clear: %v, want a refusal naming it", err)
 		}
 	})
 	t.Run("nowhere to go", func(t *testing.T) {

@@ -145,3 +145,58 @@ func TestLeaseKindsWithNova(t *testing.T) {
 	t.Logf("BEST-EFFORT lease IN-PROGRESS → ACTIVE in %s (one live migration)", took.Round(time.Millisecond))
 	deleteLease(t, e, lh, tok, l.ID, res)
 }
+
+// TestHealWhenNovaDisablesHost: an active lease's host whose
+// nova-compute service is disabled (read by the status poller) is
+// healed as one made non-reservable: the booking moves to the other
+// registered host, which joins the reservation's aggregate, and the
+// reservation shows resources_changed with the lease degraded.
+func TestHealWhenNovaDisablesHost(t *testing.T) {
+	e := RequireEnv(t)
+	n := e.Nova
+	ctx := context.Background()
+	tok := e.Tokens(t)
+	lh := e.StartLeasehold(t, "[nova]\nhost_status_interval = 1\n")
+	registerForKinds(t, lh, tok.Admin, "compute1", "compute2")
+	var out struct{ Lease Lease }
+	mustCall(t, lh.URL, "POST", "/leases", tok.Demo, http.StatusCreated, kindLease("heal", "IMMEDIATE", 1, nil), &out)
+	res := out.Lease.Reservations[0].ID
+	var first string
+	if _, err := n.WaitAggregate(ctx, tok.Admin, 60*time.Second, func(as []novatest.Aggregate) bool {
+		for _, a := range as {
+			if a.Name == res && len(a.Hosts) == 1 {
+				first = a.Hosts[0]
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]string{"compute1": "compute2", "compute2": "compute1"}[first]
+	setComputeService(t, e, tok.Admin, first, "disabled")
+	t.Cleanup(func() { setComputeService(t, e, tok.Admin, first, "enabled") })
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var got struct {
+			Lease struct {
+				Degraded     bool             `json:"degraded"`
+				Reservations []map[string]any `json:"reservations"`
+			} `json:"lease"`
+		}
+		mustCall(t, lh.URL, "GET", "/leases/"+out.Lease.ID, tok.Demo, http.StatusOK, nil, &got)
+		if got.Lease.Degraded && got.Lease.Reservations[0]["resources_changed"] == true {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lease not healed 60s after Nova disabled %s: %+v", first, got.Lease)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if _, err := n.WaitAggregate(ctx, tok.Admin, 60*time.Second, func(as []novatest.Aggregate) bool {
+		return slices.Equal(membership(as, other), []string{res}) && !slices.Contains(membership(as, first), res)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deleteLease(t, e, lh, tok, out.Lease.ID, res)
+}
