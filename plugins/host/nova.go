@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/allocator"
@@ -88,12 +89,17 @@ func (p *Plugin) serversOn(ctx context.Context, names []string) (map[string][]co
 }
 
 // busyNowCompute is busyNow read from the compute service: the view's
-// hosts running a server of another project than project's.
+// hosts running a server of another project than project's. One listing
+// per host (a lease holding a host now makes it busy anyway: not asked).
 func (p *Plugin) busyNowCompute(ctx context.Context, project string) (map[string]string, error) {
+	now := p.now()
 	p.idx.mu.RLock()
 	idOf := make(map[string]string, len(p.idx.infos))
 	names := make([]string, 0, len(p.idx.infos))
 	for i := range p.idx.infos {
+		if heldNow(&p.idx.hosts[i], now) {
+			continue
+		}
 		n := serviceHost(&p.idx.infos[i])
 		if _, dup := idOf[n]; !dup {
 			names = append(names, n)
@@ -233,6 +239,16 @@ func liveMigratable(st string) bool {
 	switch st {
 	case "", "ACTIVE", "PAUSED":
 		return true
+	}
+	return false
+}
+
+// heldNow reports whether a booking of h contains now.
+func heldNow(h *allocator.Host, now time.Time) bool {
+	for _, b := range h.Busy {
+		if !b.Start.After(now) && b.End.After(now) {
+			return true
+		}
 	}
 	return false
 }
