@@ -166,4 +166,8 @@ type Server struct {
 	FlavorVCPUs   int64
 	FlavorRAM     int64 // MB
 	FlavorDisk    int64 // GB
+
+	// Status is the compute service's (Nova: ACTIVE, SHUTOFF, …); only
+	// an ACTIVE or PAUSED server can be live-migrated.
+	Status string
 }

@@ -188,6 +188,12 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// with a driver that has them.
 	migrator, canMigrate := any(drv).(hostplugin.LiveMigrator)
 	canMigrate = canMigrate && drv.Name() != "standalone"
+	// A compute service that lists its own hosts and servers (Nova) is
+	// where the host plugin reads who runs what, not this Placement.
+	var computeView hostplugin.ComputeView
+	if cv, ok := any(drv).(hostplugin.ComputeView); ok && drv.Name() != "standalone" {
+		computeView = cv
+	}
 	// Instance reservations: private flavors only with a real compute
 	// service (standalone has no flavors; flavor_id is still the
 	// reservation id).
@@ -205,6 +211,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 			Rules:            tagRules,
 			ClearHosts:       drv.Name() == "standalone" || canMigrate,
 			Driver:           drv.Name(),
+			Compute:          computeView,
 		}, nil),
 		floatingip.New(s.Hosts),
 		inst,

@@ -216,7 +216,7 @@ func (p *Plugin) chooseNew(c *choice, excluded map[string]bool, fresh bool) erro
 		err = fmt.Errorf("%w: %w", plugins.ErrStale, err)
 	}
 	if err != nil {
-		return notEnough(err)
+		return withBusyNote(notEnough(err), c.busyNow)
 	}
 	c.chosen = dec.Chosen
 	return nil

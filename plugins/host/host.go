@@ -100,6 +100,10 @@ type Config struct {
 	// the compute driver in the refusal when it is off.
 	ClearHosts bool
 	Driver     string
+	// Compute, when set (the nova driver), is where the hosts' servers
+	// are read: whether a host is busy now with another project's
+	// servers, and the scavenger hunt's hosts and instances (nova.go).
+	Compute ComputeView
 }
 
 // Plugin implements plugins.Plugin for physical:host.

@@ -15,6 +15,7 @@ import (
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/plugins"
 )
@@ -28,7 +29,8 @@ import (
 // project. A BEST-EFFORT lease may clear such hosts: PrepareClearing asks
 // allocator.PlanScavenge which hosts to clear and where each instance
 // (a consumer of type INSTANCE) goes, and ReservePrepared records the
-// moves in the outbox (KindMoveInstance, carried out by Mover).
+// moves in the outbox (KindMoveInstance, carried out by Mover). With the
+// nova driver the same questions are asked of Nova instead (nova.go).
 
 // KindMoveInstance moves one instance's allocations from a host's compute
 // provider to another's (standalone mode: the allocation is the
@@ -54,6 +56,9 @@ func (p *Plugin) startsNow(lease plugins.Lease) bool {
 // which stops at its first such allocation (the index on allocations'
 // provider, then consumers by uuid), however many instances run.
 func (p *Plugin) busyNow(ctx context.Context, g *gorm.DB, project string) (map[string]string, error) {
+	if p.cfg.Compute != nil {
+		return p.busyNowCompute(ctx, project)
+	}
 	p.idx.mu.RLock()
 	hostOf := make(map[string]string, len(p.idx.infos))
 	provs := make([]string, 0, len(p.idx.infos))
@@ -92,6 +97,9 @@ func (p *Plugin) busyNow(ctx context.Context, g *gorm.DB, project string) (map[s
 // Cleared reports, in tx, whether no other project than the lease's holds
 // allocations on the compute providers of the reservation's hosts.
 func (p *Plugin) Cleared(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation) (bool, error) {
+	if p.cfg.Compute != nil {
+		return clearedCompute(ctx, tx, lease)
+	}
 	_, held, err := p.load(ctx, tx, res.ID)
 	if err != nil {
 		return false, err
@@ -252,11 +260,58 @@ func (p *Plugin) PrepareClearing(ctx context.Context, lease plugins.Lease, r plu
 	if !p.cfg.ClearHosts {
 		return nil, plugins.Conflict("Not enough hosts are free now, and clearing hosts for a BEST-EFFORT lease is not supported with compute driver %s yet", p.cfg.Driver)
 	}
-	provs, err := loadProviders(ctx, p.db)
+	taken := takenBy(earlier)
+	var in allocator.ScavengeInput
+	var hostOf, nameOf map[string]string
+	var err error
+	if p.cfg.Compute != nil {
+		// Planning hosts are named by their service host.
+		in, hostOf, err = p.scavengeInputCompute(ctx, lease, ps, taken)
+	} else {
+		in, hostOf, nameOf, err = p.scavengeInputPlacement(ctx, lease, ps, taken)
+	}
 	if err != nil {
 		return nil, err
 	}
-	taken := takenBy(earlier)
+	plan, err := allocator.PlanScavenge(in)
+	var se *allocator.ScavengeError
+	if errors.As(err, &se) {
+		err = plugins.NotEnough("%s", se.Reason)
+		if !fresh {
+			err = fmt.Errorf("%w: %w", plugins.ErrStale, err)
+		}
+		return nil, err
+	}
+	if err != nil {
+		return nil, notEnough(err)
+	}
+	win := allocator.Interval{Start: lease.Start, End: lease.End}
+	c := &choice{ps: ps, taken: taken, req: allocator.HostRequest{Window: win, Cleaning: p.cfg.Cleaning, Min: ps.min, Max: ps.max}}
+	for _, u := range plan.Hosts {
+		c.chosen = append(c.chosen, hostOf[u])
+	}
+	name := func(u string) string {
+		if n, ok := nameOf[u]; ok {
+			return n
+		}
+		return u
+	}
+	for _, m := range plan.Moves {
+		c.moves = append(c.moves, move{Consumer: m.Instance, From: m.From, To: m.To, FromHost: name(m.From), ToHost: name(m.To)})
+	}
+	return c, nil
+}
+
+// scavengeInputPlacement builds the scavenger hunt's input from
+// Leasehold's Placement (standalone mode: an instance is a consumer of
+// type INSTANCE; planning hosts are root providers, named by uuid). It
+// returns the input, the Blazar host id of each provider of a view's
+// host, and the name the compute service knows each provider by.
+func (p *Plugin) scavengeInputPlacement(ctx context.Context, lease plugins.Lease, ps params, taken map[string]bool) (allocator.ScavengeInput, map[string]string, map[string]string, error) {
+	provs, err := loadProviders(ctx, p.db)
+	if err != nil {
+		return allocator.ScavengeInput{}, nil, nil, err
+	}
 	win := allocator.Interval{Start: lease.Start, End: lease.End}
 	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
 	now := p.now()
@@ -313,26 +368,12 @@ func (p *Plugin) PrepareClearing(ctx context.Context, lease plugins.Lease, r plu
 				nameOf[u] = info.ServiceName
 			}
 			sh.Tags = hostTags(info)
-			var inWindow, later bool
-			for _, b := range h.Busy {
-				if b.End.After(b.Start) && b.End.After(lo) && b.Start.Before(hi) {
-					inWindow = true
-				}
-				if b.End.After(now) {
-					later = true
-				}
-			}
 			// No instance moves onto a host a lease holds now or later.
-			sh.Target = !later
-			matches := !taken[info.ID]
-			if matches && match != nil {
-				matches, _ = match(h)
-			}
-			switch {
-			case matches && inWindow:
+			sh.Target = !heldLater(h, now)
+			eligible, held := p.eligibility(i, match, taken, lo, hi)
+			sh.Eligible = eligible
+			if held {
 				in.NotEligible++
-			case matches:
-				sh.Eligible = true
 			}
 		}
 		cons := make([]string, 0, len(pr.consumers))
@@ -357,26 +398,7 @@ func (p *Plugin) PrepareClearing(ctx context.Context, lease plugins.Lease, r plu
 		in.Hosts = append(in.Hosts, sh)
 	}
 	p.idx.mu.RUnlock()
-	plan, err := allocator.PlanScavenge(in)
-	var se *allocator.ScavengeError
-	if errors.As(err, &se) {
-		err = plugins.NotEnough("%s", se.Reason)
-		if !fresh {
-			err = fmt.Errorf("%w: %w", plugins.ErrStale, err)
-		}
-		return nil, err
-	}
-	if err != nil {
-		return nil, notEnough(err)
-	}
-	c := &choice{ps: ps, taken: taken, req: allocator.HostRequest{Window: win, Cleaning: p.cfg.Cleaning, Min: ps.min, Max: ps.max}}
-	for _, u := range plan.Hosts {
-		c.chosen = append(c.chosen, hostOf[u])
-	}
-	for _, m := range plan.Moves {
-		c.moves = append(c.moves, move{Consumer: m.Instance, From: m.From, To: m.To, FromHost: nameOf[m.From], ToHost: nameOf[m.To]})
-	}
-	return c, nil
+	return in, hostOf, nameOf, nil
 }
 
 // describeMoves is a one-line account of moves (logs).
@@ -386,4 +408,65 @@ func describeMoves(ms []move) string {
 		parts[i] = m.Consumer + ": " + m.FromHost + " -> " + m.ToHost
 	}
 	return strings.Join(parts, ", ")
+}
+
+// heldLater reports whether a lease holds h now or later.
+func heldLater(h *allocator.Host, now time.Time) bool {
+	for _, b := range h.Busy {
+		if b.End.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// eligibility tells whether the view's host i may take the lease (it
+// matches, is not taken by an earlier reservation of the request, and no
+// lease holds it over [lo, hi)), and whether it matches but a lease holds
+// it (for the refusal's count). The view is read-locked by the caller.
+func (p *Plugin) eligibility(i int, match func(*allocator.Host) (bool, string), taken map[string]bool, lo, hi time.Time) (eligible, held bool) {
+	info, h := &p.idx.infos[i], &p.idx.hosts[i]
+	if taken[info.ID] {
+		return false, false
+	}
+	if match != nil {
+		if ok, _ := match(h); !ok {
+			return false, false
+		}
+	}
+	for _, b := range h.Busy {
+		if b.End.After(b.Start) && b.End.After(lo) && b.Start.Before(hi) {
+			return false, true
+		}
+	}
+	return true, false
+}
+
+// withBusyNote adds to a refusal for lack of hosts which hosts other
+// projects use now (they count as not matching): the user then knows a
+// BEST-EFFORT lease could clear them.
+func withBusyNote(err error, busy map[string]string) error {
+	if len(busy) == 0 || !errs.Is(err, errs.NotEnoughResources) || errors.Is(err, plugins.ErrStale) {
+		return err
+	}
+	ids := make([]string, 0, len(busy))
+	for id := range busy {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	notes := make([]string, 0, len(ids))
+	for _, id := range firstNStrings(ids, 3) {
+		notes = append(notes, "host "+id+" "+busy[id])
+	}
+	if len(ids) > 3 {
+		notes = append(notes, fmt.Sprintf("and %d more", len(ids)-3))
+	}
+	return plugins.NotEnough("%s; not counted: %s", err.Error(), strings.Join(notes, ", "))
+}
+
+func firstNStrings(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }

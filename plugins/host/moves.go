@@ -23,9 +23,9 @@ type LiveMigrator interface {
 // the consumer's allocations from the source compute provider to the
 // target's in one Placement write (capacity checked, provider and
 // consumer generations bumped), as Nova's live migration leaves them.
-// With a Migrator (Nova using this Placement, where a consumer is a
-// server) the move is a live migration to the target host, waited for;
-// Nova updates the allocations itself.
+// With a Migrator (the nova driver: the plan was made from Nova's servers,
+// nova.go) the move is a live migration of the server to the target
+// host, waited for; Nova updates the allocations in its Placement itself.
 type Mover struct {
 	// Placement is the built-in Placement.
 	Placement *placement.Service

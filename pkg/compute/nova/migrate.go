@@ -86,7 +86,7 @@ func (d *Driver) ServersOnHostDetail(ctx context.Context, hostname string) ([]co
 	}
 	out := make([]compute.Server, len(all))
 	for i, s := range all {
-		out[i] = compute.Server{ID: s.ID, ProjectID: s.TenantID,
+		out[i] = compute.Server{ID: s.ID, ProjectID: s.TenantID, Status: s.Status,
 			FlavorVCPUs: number(s.Flavor["vcpus"]), FlavorRAM: number(s.Flavor["ram"]), FlavorDisk: number(s.Flavor["disk"])}
 	}
 	return out, nil
