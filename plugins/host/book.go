@@ -31,6 +31,7 @@ func (p *Plugin) choose(tx *plugins.Tx, ps params, win allocator.Interval, min, 
 	p.idx.view(lo, hi, exclude, keep, func(hosts []allocator.Host, ranks []int32, info func(string) *Host) {
 		dec, err = allocator.ChoosePrepared(p.cfg.Rules, allocator.PreparedHosts{Hosts: hosts, Ranks: ranks}, allocator.HostRequest{
 			Window: win, Cleaning: p.cfg.Cleaning, Min: min, Max: max, Match: ps.match(info), UsedDomains: used,
+			ReservePercent: p.cfg.ReservePercent,
 		}, allocator.ChooseOptions{})
 	})
 	var ne *allocator.NotEnoughHostsError
@@ -166,7 +167,7 @@ func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, r plugins.Req
 	}
 	c := &choice{ps: ps, taken: takenBy(earlier), req: allocator.HostRequest{
 		Window:   allocator.Interval{Start: lease.Start, End: lease.End},
-		Cleaning: p.cfg.Cleaning, Min: ps.min, Max: ps.max,
+		Cleaning: p.cfg.Cleaning, Min: ps.min, Max: ps.max, ReservePercent: p.cfg.ReservePercent,
 	}}
 	if p.startsNow(lease) {
 		var err error
