@@ -70,6 +70,14 @@
 //     match goes to them while they are free, keeping the big hosts for
 //     the requests only they can serve (Ganeti's lost-allocations metric
 //     of partitioned allocation, applied to whole hosts).
+//   - A reserve of bigger hosts (HostRequest.ReservePercent, trunk
+//     reservation): the hosts of a size rank above the best one among the
+//     matching hosts are the bigger ones; that share of them (rounded
+//     down) stays free, the worst of the free ones by the rules here held
+//     back (HostDecision.Held), so a small request takes a big host only
+//     while more than the reserve are free. When small hosts are all busy,
+//     the fit in time on a big host cannot save the big requests' room:
+//     the window takes it whichever big host it goes to.
 //   - Then the fit in time, by the fits the window loses there: in a free
 //     interval unbounded on a side it loses none (what is left stays
 //     unbounded), in a hole between two reservations it loses the fits the

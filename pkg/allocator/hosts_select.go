@@ -16,6 +16,10 @@ type topDecision struct {
 	top            []hostCand
 	hosts          []Host
 	matching, free int
+	// best is the best size rank among the matching hosts; atBest counts
+	// the matching and free hosts of that rank (the rest are bigger).
+	best                    int32
+	matchAtBest, freeAtBest int
 }
 
 // chooseTop is the one-pass choice without rejections or failure domains:
@@ -40,12 +44,22 @@ func chooseTop(hosts []Host, p PreparedHosts, req HostRequest, lo, hi int64, loc
 			}
 		}
 		d.matching++
+		rank := p.rank(i)
+		if d.matching == 1 || rank < d.best {
+			d.best, d.matchAtBest, d.freeAtBest = rank, 0, 0
+		}
+		if rank == d.best {
+			d.matchAtBest++
+		}
 		sc := p.scan(i, lo, hi)
 		if sc.conflictAt >= 0 {
 			continue
 		}
 		d.free++
-		c := hostCand{idx: int32(i), open: sc.open, gap: sc.gap, rank: p.rank(i)}
+		if rank == d.best {
+			d.freeAtBest++
+		}
+		c := hostCand{idx: int32(i), open: sc.open, gap: sc.gap, rank: rank}
 		top := d.top
 		if len(top) == n && !candLess(hosts, &c, &top[n-1]) {
 			continue
@@ -68,18 +82,30 @@ func chooseTop(hosts []Host, p PreparedHosts, req HostRequest, lo, hi int64, loc
 // finish turns chooseTop's outcome into ChooseHosts' decision.
 func (d topDecision) finish(nHosts int, req HostRequest) (HostDecision, error) {
 	dec := HostDecision{Matching: d.matching, Free: d.free}
-	if dec.Free < req.Min {
-		dec.Summary = fmt.Sprintf("%s considered, %s the properties, %s free in the window, %d needed",
-			countNoun(nHosts, "host", "hosts"), plural(dec.Matching, "host", "hosts"), isAre(dec.Free), req.Min)
+	if req.ReservePercent > 0 {
+		// The held hosts are the worst free bigger ones by candLess: the
+		// top keeps the best, bigger ones last (rank first), so at most
+		// the free bigger hosts not held stay in it.
+		freeBigger := d.free - d.freeAtBest
+		dec.Held = min(freeBigger, reserveCount(d.matching-d.matchAtBest, req.ReservePercent))
+		n := len(d.top)
+		for n > 0 && d.top[n-1].rank > d.best {
+			n--
+		}
+		d.top = d.top[:min(len(d.top), n+freeBigger-dec.Held)]
+	}
+	if dec.Free-dec.Held < req.Min {
+		dec.Summary = fmt.Sprintf("%s considered, %s the properties, %s free in the window%s, %d needed",
+			countNoun(nHosts, "host", "hosts"), plural(dec.Matching, "host", "hosts"), isAre(dec.Free), heldNote(dec.Held), req.Min)
 		return dec, &NotEnoughHostsError{Decision: dec, Needed: req.Min}
 	}
 	dec.Chosen = make([]string, len(d.top))
 	for i, c := range d.top {
 		dec.Chosen[i] = d.hosts[c.idx].ID
 	}
-	dec.Summary = fmt.Sprintf("chose %d of %s (%s considered, %s the properties)",
+	dec.Summary = fmt.Sprintf("chose %d of %s (%s considered, %s the properties)%s",
 		len(d.top), countNoun(dec.Free, "free host", "free hosts"), countNoun(nHosts, "host", "hosts"),
-		plural(dec.Matching, "host", "hosts"))
+		plural(dec.Matching, "host", "hosts"), keptNote(dec.Held))
 	return dec, nil
 }
 
@@ -98,6 +124,17 @@ func candLess(hosts []Host, a, b *hostCand) bool {
 		return a.gap < b.gap
 	}
 	return compareIDs(hosts[a.idx].ID, hosts[b.idx].ID) < 0
+}
+
+// candCmp is candLess as a comparison function.
+func candCmp(hosts []Host, a, b *hostCand) int {
+	if candLess(hosts, a, b) {
+		return -1
+	}
+	if candLess(hosts, b, a) {
+		return 1
+	}
+	return 0
 }
 
 // timeClass orders a window's fit in time by its host's free interval
@@ -164,15 +201,7 @@ func pickHosts(hosts []Host, cands []hostCand, doms []int32, nDoms, n int, used 
 		cands = preselect(hosts, cands, doms, n)
 	}
 	if n >= len(cands) || n > 32 {
-		slices.SortFunc(cands, func(a, b hostCand) int {
-			if candLess(hosts, &a, &b) {
-				return -1
-			}
-			if candLess(hosts, &b, &a) {
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(cands, func(a, b hostCand) int { return candCmp(hosts, &a, &b) })
 		if nDoms == 0 {
 			return cands[:n]
 		}

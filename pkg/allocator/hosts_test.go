@@ -205,6 +205,7 @@ func TestChooseHostsProperties(t *testing.T) {
 		if req.Max == 0 {
 			req.Max = 1
 		}
+		req.ReservePercent = rapid.SampledFrom([]int{0, 0, 15, 50, 100}).Draw(rt, "reserve")
 		vmin := int64(rapid.SampledFrom([]int{0, 8, 16, 32}).Draw(rt, "vmin"))
 		req.Match = func(h *Host) (bool, string) { return h.VCPUs >= vmin, fmt.Sprintf("vcpus >= %d", vmin) }
 		var rules *TagRules
@@ -229,14 +230,20 @@ func TestChooseHostsProperties(t *testing.T) {
 		if free != dec.Free {
 			rt.Fatalf("Free = %d, want %d", dec.Free, free)
 		}
+		if dec.Held < 0 || dec.Held > free || (req.ReservePercent == 0 && dec.Held != 0) {
+			rt.Fatalf("Held = %d of %d free (reserve %d%%)", dec.Held, free, req.ReservePercent)
+		}
 		if err != nil {
 			var ne *NotEnoughHostsError
-			if !errors.As(err, &ne) || free >= req.Min {
-				rt.Fatalf("unexpected error %v (free %d, min %d)", err, free, req.Min)
+			if !errors.As(err, &ne) || free-dec.Held >= req.Min {
+				rt.Fatalf("unexpected error %v (free %d, held %d, min %d)", err, free, dec.Held, req.Min)
+			}
+			if want := naiveChoose(rules, hosts, req); want != nil {
+				rt.Fatalf("refused, naive greedy chooses %v", want)
 			}
 			return
 		}
-		if want := min(free, req.Max); len(dec.Chosen) != want {
+		if want := min(free-dec.Held, req.Max); len(dec.Chosen) != want {
 			rt.Fatalf("chose %d hosts, want %d", len(dec.Chosen), want)
 		}
 		seen := map[string]bool{}
@@ -324,13 +331,17 @@ func naiveChoose(rules *TagRules, hosts []Host, req HostRequest) []string {
 		doms []string
 	}
 	loses := naiveLoses(hosts)
+	match := func(h *Host) (bool, string) {
+		if req.Match == nil {
+			return true, ""
+		}
+		return req.Match(h)
+	}
 	var cs []cand
 	for i := range hosts {
 		h := &hosts[i]
-		if req.Match != nil {
-			if ok, _ := req.Match(h); !ok {
-				continue
-			}
+		if ok, _ := match(h); !ok {
+			continue
 		}
 		if overlaps(h, lo, hi) {
 			continue
@@ -363,6 +374,52 @@ func naiveChoose(rules *TagRules, hosts []Host, req HostRequest) []string {
 		c.doms = rules.LocationTags(h.Tags)
 		cs = append(cs, c)
 	}
+	less := func(c, b cand) bool {
+		switch {
+		case loses(c.h, b.h) != 0:
+			return loses(c.h, b.h) < 0
+		case naiveTimeClass(c.open) != naiveTimeClass(b.open):
+			return naiveTimeClass(c.open) < naiveTimeClass(b.open)
+		case c.gap != b.gap:
+			return c.gap < b.gap
+		}
+		return compareIDs(c.h.ID, b.h.ID) < 0
+	}
+	if req.ReservePercent > 0 {
+		// The bigger hosts lose more big fits than the best matching
+		// host; a rounded-down share of them stays free: the worst free
+		// ones are held.
+		var best *Host
+		for i := range hosts {
+			if ok, _ := match(&hosts[i]); ok && (best == nil || loses(&hosts[i], best) < 0) {
+				best = &hosts[i]
+			}
+		}
+		bigger := 0
+		for i := range hosts {
+			if ok, _ := match(&hosts[i]); ok && loses(&hosts[i], best) > 0 {
+				bigger++
+			}
+		}
+		var freeBigger []cand
+		for _, c := range cs {
+			if loses(c.h, best) > 0 {
+				freeBigger = append(freeBigger, c)
+			}
+		}
+		held := min(len(freeBigger), bigger*req.ReservePercent/100)
+		slices.SortFunc(freeBigger, func(a, b cand) int {
+			if less(a, b) {
+				return -1
+			}
+			return 1
+		})
+		heldHost := map[*Host]bool{}
+		for _, c := range freeBigger[len(freeBigger)-held:] {
+			heldHost[c.h] = true
+		}
+		cs = slices.DeleteFunc(cs, func(c cand) bool { return heldHost[c.h] })
+	}
 	if len(cs) < req.Min {
 		return nil
 	}
@@ -384,17 +441,7 @@ func naiveChoose(rules *TagRules, hosts []Host, req HostRequest) []string {
 			}
 			better := best < 0 || use < bestUse
 			if !better && use == bestUse {
-				b := cs[best]
-				switch {
-				case loses(c.h, b.h) != 0:
-					better = loses(c.h, b.h) < 0
-				case naiveTimeClass(c.open) != naiveTimeClass(b.open):
-					better = naiveTimeClass(c.open) < naiveTimeClass(b.open)
-				case c.gap != b.gap:
-					better = c.gap < b.gap
-				default:
-					better = compareIDs(c.h.ID, b.h.ID) < 0
-				}
+				better = less(c, cs[best])
 			}
 			if better {
 				best, bestUse = i, use
@@ -537,6 +584,7 @@ func TestChoosePreparedSameDecision(t *testing.T) {
 			Min:      rapid.IntRange(0, n).Draw(rt, "min"),
 		}
 		req.Max = max(req.Min, 1) + rapid.SampledFrom([]int{0, 1, 2, 5, 40}).Draw(rt, "extra")
+		req.ReservePercent = rapid.SampledFrom([]int{0, 0, 20, 50, 100}).Draw(rt, "reserve")
 		if rapid.Bool().Draw(rt, "match") {
 			req.Match = func(h *Host) (bool, string) { return h.VCPUs >= 16, "vcpus >= 16" }
 		}
@@ -616,5 +664,60 @@ func TestAppendUnixNano(t *testing.T) {
 		if got, want := string(appendUnixNano(nil, ns)), string(appendTime(nil, time.Unix(0, ns))); got != want {
 			t.Errorf("appendUnixNano(%d) = %q, want %q", ns, got, want)
 		}
+	}
+}
+
+// TestReserveKeepsBiggerHosts: with small hosts busy, a small request
+// takes big hosts only while more than the reserve stay free; a request
+// only big hosts match has no bigger hosts and no reserve.
+func TestReserveKeepsBiggerHosts(t *testing.T) {
+	var hosts []Host
+	for i := 1; i <= 10; i++ {
+		hosts = append(hosts, sized(strconv.Itoa(i), 1024, 64, 100))
+	}
+	hosts = append(hosts, sized("11", 128, 64, 100), sized("12", 128, 64, 100))
+	hosts[10].Busy = []Interval{iv(0, 20)}
+	hosts[11].Busy = []Interval{iv(0, 20)}
+	bigOnly := func(h *Host) (bool, string) { return h.MemoryMB >= 1024, "memory_mb >= 1024" }
+	ids := func(from, to int) []string {
+		var out []string
+		for i := from; i <= to; i++ {
+			out = append(out, strconv.Itoa(i))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		min, max int
+		match    func(*Host) (bool, string)
+		want     []string
+		held     int
+		err      string
+	}{
+		{name: "one big host of the 8 not kept", min: 1, max: 1, want: []string{"1"}, held: 2},
+		{name: "as many as the reserve lets", min: 1, max: 12, want: ids(1, 8), held: 2},
+		{name: "refused beyond the reserve", min: 9, max: 9, held: 2,
+			err: "Not enough hosts available: 12 hosts match the properties, 10 are free in the window (2 of them bigger hosts kept for the requests only bigger hosts serve), 9 needed"},
+		{name: "big request: no bigger hosts", min: 10, max: 10, match: bigOnly, want: ids(1, 10)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := HostRequest{Window: iv(10, 12), Min: tc.min, Max: tc.max, Match: tc.match, ReservePercent: 20}
+			for _, omit := range []bool{false, true} {
+				dec, err := ChoosePrepared(nil, PreparedHosts{Hosts: hosts}, req, ChooseOptions{OmitRejected: omit})
+				got := ""
+				if err != nil {
+					got = err.Error()
+				}
+				if got != tc.err {
+					t.Fatalf("omit %v: error %q, want %q", omit, got, tc.err)
+				}
+				if diff := cmp.Diff(tc.want, dec.Chosen); diff != "" {
+					t.Errorf("omit %v: chosen (-want +got):\n%s", omit, diff)
+				}
+				if dec.Held != tc.held || dec.Free != 10 {
+					t.Errorf("omit %v: held %d of %d free, want %d of 10", omit, dec.Held, dec.Free, tc.held)
+				}
+			}
+		})
 	}
 }

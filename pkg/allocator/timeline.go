@@ -24,6 +24,10 @@ type EarliestRequest struct {
 	// Match evaluates the caller's property requirements; nil matches all
 	// hosts.
 	Match func(*Host) (ok bool, reason string)
+	// ReservePercent is HostRequest.ReservePercent (with the size ranks
+	// of PreparedHosts): a window counts the free bigger hosts beyond the
+	// reserve only, so that the choice over the window found takes it.
+	ReservePercent int
 }
 
 // EarliestResult is the earliest window found.
@@ -62,6 +66,9 @@ func EarliestWindow(p PreparedHosts, req EarliestRequest) (EarliestResult, error
 	if req.Cleaning < 0 {
 		return res, fmt.Errorf("%w: negative cleaning time %s", ErrInvalidRequest, req.Cleaning)
 	}
+	if req.ReservePercent < 0 || req.ReservePercent > 100 {
+		return res, fmt.Errorf("%w: reserve percent %d is not within 0..100", ErrInvalidRequest, req.ReservePercent)
+	}
 	after := req.After.UnixNano()
 	notAfter := int64(maxTime)
 	if !req.NotAfter.IsZero() {
@@ -69,6 +76,13 @@ func EarliestWindow(p PreparedHosts, req EarliestRequest) (EarliestResult, error
 	}
 	d, c := int64(req.Duration), int64(req.Cleaning)
 	cursors := make([]gapCursor, 0, len(p.Hosts))
+	var matched []int32 // the matching hosts' size ranks
+	if req.ReservePercent > 0 {
+		if p.Ranks == nil {
+			p.Ranks = SizeRanks(p.Hosts)
+		}
+		matched = make([]int32, 0, len(p.Hosts))
+	}
 	for i := range p.Hosts {
 		h := &p.Hosts[i]
 		if req.Match != nil {
@@ -83,18 +97,35 @@ func EarliestWindow(p PreparedHosts, req EarliestRequest) (EarliestResult, error
 		} else {
 			b = mergedBounds(h.Busy)
 		}
-		g := gapCursor{b: b, d: d, c: c, after: after}
+		g := gapCursor{b: b, d: d, c: c, after: after, rank: p.rank(i)}
 		g.seek()
 		if g.next() {
 			cursors = append(cursors, g)
 		}
+		if matched != nil {
+			matched = append(matched, p.rank(i))
+		}
 	}
-	if res.Matching < req.Min {
+	// The reserve: of the matching hosts above the best size rank,
+	// reserve must stay free (HostRequest.ReservePercent); their open
+	// gaps are counted apart and only beyond it.
+	best, reserve := int32(0), 0
+	if req.ReservePercent > 0 && len(matched) > 0 {
+		best = slices.Min(matched)
+		bigger := 0
+		for _, r := range matched {
+			if r > best {
+				bigger++
+			}
+		}
+		reserve = reserveCount(bigger, req.ReservePercent)
+	}
+	if res.Matching-reserve < req.Min {
 		return res, nil
 	}
 	starts := startHeap(cursors)
 	heap.Init(&starts)
-	var ends endHeap
+	var ends, biggerEnds endHeap
 	for starts.Len() > 0 {
 		g := &starts[0]
 		t := g.lo
@@ -104,8 +135,15 @@ func EarliestWindow(p PreparedHosts, req EarliestRequest) (EarliestResult, error
 		for ends.Len() > 0 && ends[0] < t {
 			heap.Pop(&ends)
 		}
-		heap.Push(&ends, g.hi)
-		if ends.Len() >= req.Min {
+		for biggerEnds.Len() > 0 && biggerEnds[0] < t {
+			heap.Pop(&biggerEnds)
+		}
+		if g.rank > best {
+			heap.Push(&biggerEnds, g.hi)
+		} else {
+			heap.Push(&ends, g.hi)
+		}
+		if ends.Len()+max(0, biggerEnds.Len()-reserve) >= req.Min {
 			start := time.Unix(0, t).UTC()
 			res.Window = Interval{Start: start, End: start.Add(req.Duration)}
 			res.Found = true
@@ -134,6 +172,7 @@ type gapCursor struct {
 	d, c   int64
 	after  int64
 	lo, hi int64 // the current gap's feasible starts, [lo, hi]
+	rank   int32 // the host's size rank
 }
 
 // seek moves k to the first gap whose feasible starts can reach after:

@@ -13,7 +13,8 @@ import (
 
 // bruteEarliest tries every start that can be the earliest: After and
 // each reservation's end plus the cleaning time (a host becomes free
-// only there), in order, counting the free matching hosts at each.
+// only there), in order, counting the free matching hosts at each (with
+// a reserve: asking ChooseHosts for Min hosts there).
 func bruteEarliest(hosts []Host, req EarliestRequest) (time.Time, bool) {
 	cands := []time.Time{req.After}
 	for _, h := range hosts {
@@ -27,6 +28,14 @@ func bruteEarliest(hosts []Host, req EarliestRequest) (time.Time, bool) {
 	for _, t := range cands {
 		if !req.NotAfter.IsZero() && t.After(req.NotAfter) {
 			break
+		}
+		if req.ReservePercent > 0 {
+			_, err := ChooseHosts(nil, hosts, HostRequest{Window: Interval{Start: t, End: t.Add(req.Duration)},
+				Cleaning: req.Cleaning, Min: req.Min, Max: req.Min, Match: req.Match, ReservePercent: req.ReservePercent})
+			if err == nil {
+				return t, true
+			}
+			continue
 		}
 		free := 0
 		for i := range hosts {
@@ -67,6 +76,7 @@ func TestEarliestWindowBruteForce(t *testing.T) {
 			Cleaning: time.Duration(rapid.IntRange(0, 3).Draw(rt, "clean")) * 30 * time.Minute,
 			Min:      rapid.IntRange(1, n+1).Draw(rt, "min"),
 		}
+		req.ReservePercent = rapid.SampledFrom([]int{0, 0, 30, 50, 100}).Draw(rt, "reserve")
 		if rapid.Bool().Draw(rt, "limit") {
 			req.NotAfter = req.After.Add(time.Duration(rapid.IntRange(0, 80).Draw(rt, "limitH")) * time.Hour)
 		}
@@ -87,7 +97,7 @@ func TestEarliestWindowBruteForce(t *testing.T) {
 			}
 			if got.Found {
 				// The window found is one ChooseHosts can fill.
-				if _, err := ChooseHosts(nil, hosts, HostRequest{Window: got.Window, Cleaning: req.Cleaning, Min: req.Min, Max: req.Min, Match: req.Match}); err != nil {
+				if _, err := ChooseHosts(nil, hosts, HostRequest{Window: got.Window, Cleaning: req.Cleaning, Min: req.Min, Max: req.Min, Match: req.Match, ReservePercent: req.ReservePercent}); err != nil {
 					rt.Fatalf("ChooseHosts at the earliest window: %v", err)
 				}
 			}

@@ -65,6 +65,11 @@ type PhysicalHost struct {
 	// AllowMigration (Leasehold) lists "key:from::key:to" permissions
 	// (Ganeti's htools:allowmigration:from::to).
 	AllowMigration []string `mapstructure:"allow_migration"`
+	// BigHostReservePercent (Leasehold) keeps this share of the bigger
+	// hosts (a bigger size class than a request needs) free for the
+	// requests only they can serve: a request takes a bigger host only
+	// while more than that many stay free in its window. 0 turns it off.
+	BigHostReservePercent int `mapstructure:"big_host_reserve_percent"`
 }
 
 // Enforcement is blazar.conf's [enforcement] section.
@@ -108,6 +113,7 @@ func init() {
 		"physical:host.failure_domains":                      []string{},
 		"physical:host.migration_classes":                    []string{},
 		"physical:host.allow_migration":                      []string{},
+		"physical:host.big_host_reserve_percent":             15, // allocator.DefaultReservePercent
 		"enforcement.enabled_filters":                        []string{},
 		"enforcement.max_lease_duration":                     -1,
 		"enforcement.max_lease_duration_exempt_project_ids":  []string{},
@@ -140,6 +146,9 @@ func (b *Blazar) Normalize() error {
 	b.PhysicalHost.FailureDomains = splitList(b.PhysicalHost.FailureDomains)
 	b.PhysicalHost.MigrationClasses = splitList(b.PhysicalHost.MigrationClasses)
 	b.PhysicalHost.AllowMigration = splitList(b.PhysicalHost.AllowMigration)
+	if p := b.PhysicalHost.BigHostReservePercent; p < 0 || p > 100 {
+		return fmt.Errorf("config: physical:host.big_host_reserve_percent %d: want 0..100", p)
+	}
 	for _, r := range b.PhysicalHost.AllowMigration {
 		from, to, ok := strings.Cut(r, "::")
 		if !ok || from == "" || to == "" || strings.Contains(to, "::") {

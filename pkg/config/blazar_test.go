@@ -20,7 +20,7 @@ func TestBlazarDefaults(t *testing.T) {
 	}
 	want := Blazar{
 		Manager:      Manager{MinutesBeforeEndLease: 60, EventMaxRetries: 1},
-		PhysicalHost: PhysicalHost{CleaningTime: -1},
+		PhysicalHost: PhysicalHost{CleaningTime: -1, BigHostReservePercent: 15},
 		Enforcement:  Enforcement{MaxLeaseDuration: -1},
 		Events:       EventsManager{PollInterval: "1s", ClaimTimeout: "5m"},
 	}
@@ -70,7 +70,7 @@ external_service_on_end_endpoint = http://example.test/end
 		CleaningTime: 5,
 		Manager:      Manager{MinutesBeforeEndLease: 30, EventMaxRetries: 1},
 		PhysicalHost: PhysicalHost{CleaningTime: 10, BeforeEnd: "snapshot", FailureDomains: []string{"rack", "power"},
-			MigrationClasses: []string{"hv"}, AllowMigration: []string{"hv:old::hv:new"}},
+			MigrationClasses: []string{"hv"}, AllowMigration: []string{"hv:old::hv:new"}, BigHostReservePercent: 15},
 		Enforcement: Enforcement{
 			EnabledFilters:                   []string{"MaxLeaseDurationFilter", "ExternalServiceFilter"},
 			MaxLeaseDuration:                 86400,
@@ -93,6 +93,8 @@ func TestBlazarNormalizeRejects(t *testing.T) {
 		{PhysicalHost: PhysicalHost{BeforeEnd: "reboot"}},
 		{PhysicalHost: PhysicalHost{AllowMigration: []string{"hv:old"}}},
 		{PhysicalHost: PhysicalHost{AllowMigration: []string{"::hv:new"}}},
+		{PhysicalHost: PhysicalHost{BigHostReservePercent: -1}},
+		{PhysicalHost: PhysicalHost{BigHostReservePercent: 101}},
 		{Enforcement: Enforcement{EnabledFilters: []string{"MaxReservationLengthFilter"}}},
 	} {
 		if err := b.Normalize(); err == nil {

@@ -209,6 +209,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 			DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
 			CheckHosts:       hosts.ReservableTx,
 			Rules:            tagRules,
+			ReservePercent:   bc.PhysicalHost.BigHostReservePercent,
 			ClearHosts:       drv.Name() == "standalone" || canMigrate,
 			Driver:           drv.Name(),
 			Compute:          computeView,

@@ -22,8 +22,14 @@ import (
 // bookings; keep restricts the candidates. A refusal from a view that a
 // forced refresh might change is plugins.ErrStale. usedHosts are the hosts
 // the reservation or lease already holds (their failure domains count as
-// used in the spread).
-func (p *Plugin) choose(tx *plugins.Tx, ps params, win allocator.Interval, min, max int, exclude string, keep func(string) bool, usedHosts []string) (allocator.HostDecision, error) {
+// used in the spread). reserve applies the reserve of bigger hosts
+// (Config.ReservePercent): not when re-checking hosts a reservation
+// already holds.
+func (p *Plugin) choose(tx *plugins.Tx, ps params, win allocator.Interval, min, max int, exclude string, keep func(string) bool, usedHosts []string, reserve bool) (allocator.HostDecision, error) {
+	pct := 0
+	if reserve {
+		pct = p.cfg.ReservePercent
+	}
 	used := p.idx.domainsOf(usedHosts)
 	var dec allocator.HostDecision
 	var err error
@@ -31,6 +37,7 @@ func (p *Plugin) choose(tx *plugins.Tx, ps params, win allocator.Interval, min, 
 	p.idx.view(lo, hi, exclude, keep, func(hosts []allocator.Host, ranks []int32, info func(string) *Host) {
 		dec, err = allocator.ChoosePrepared(p.cfg.Rules, allocator.PreparedHosts{Hosts: hosts, Ranks: ranks}, allocator.HostRequest{
 			Window: win, Cleaning: p.cfg.Cleaning, Min: min, Max: max, Match: ps.match(info), UsedDomains: used,
+			ReservePercent: pct,
 		}, allocator.ChooseOptions{})
 	})
 	var ne *allocator.NotEnoughHostsError
@@ -166,7 +173,7 @@ func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, r plugins.Req
 	}
 	c := &choice{ps: ps, taken: takenBy(earlier), req: allocator.HostRequest{
 		Window:   allocator.Interval{Start: lease.Start, End: lease.End},
-		Cleaning: p.cfg.Cleaning, Min: ps.min, Max: ps.max,
+		Cleaning: p.cfg.Cleaning, Min: ps.min, Max: ps.max, ReservePercent: p.cfg.ReservePercent,
 	}}
 	if p.startsNow(lease) {
 		var err error

@@ -24,6 +24,7 @@ func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfte
 	}
 	res, err := p.idx.earliest(allocator.EarliestRequest{
 		After: after, NotAfter: notAfter, Duration: d, Cleaning: p.cfg.Cleaning, Min: ps.min,
+		ReservePercent: p.cfg.ReservePercent,
 	}, ps.matchExcept(taken))
 	if err != nil {
 		return time.Time{}, false, notEnough(err)
@@ -43,7 +44,7 @@ func (p *Plugin) ChooseAt(ctx context.Context, r plugins.Request, start, end tim
 		return nil, err
 	}
 	req := allocator.HostRequest{Window: allocator.Interval{Start: start, End: end}, Cleaning: p.cfg.Cleaning,
-		Min: ps.min, Max: ps.max, UsedDomains: p.idx.domainsOf(taken)}
+		Min: ps.min, Max: ps.max, UsedDomains: p.idx.domainsOf(taken), ReservePercent: p.cfg.ReservePercent}
 	dec, err := p.idx.choose(p.cfg.Rules, req, ps.matchExcept(taken))
 	if err != nil {
 		return nil, notEnough(err)

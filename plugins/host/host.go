@@ -85,6 +85,11 @@ type Config struct {
 	// bookings are trusted before a full reload (default 30s). A refusal
 	// for lack of hosts always reloads first.
 	HostTTL, AllocTTL time.Duration
+	// ReservePercent keeps a share of the bigger hosts free for the
+	// requests only they can serve (allocator.HostRequest.ReservePercent;
+	// the server's default is allocator.DefaultReservePercent, 0 here).
+	// Healing and BEST-EFFORT clearing do not apply it.
+	ReservePercent int
 	// Rules are the allocator's tag rules (failure domains); may be nil.
 	// A location prefix P names a host field or extra capability: a host
 	// whose P is v is in failure domain "P:v" (as a Ganeti node tagged

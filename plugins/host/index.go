@@ -399,5 +399,5 @@ func (x *index) earliest(req allocator.EarliestRequest, match func(info func(id 
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	req.Match = match(x.info)
-	return allocator.EarliestWindow(allocator.PreparedHosts{Hosts: x.hosts, Bounds: x.bounds, Sorted: x.sorted}, req)
+	return allocator.EarliestWindow(allocator.PreparedHosts{Hosts: x.hosts, Bounds: x.bounds, Sorted: x.sorted, Ranks: x.ranks}, req)
 }

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -434,5 +435,49 @@ func TestEarliestWindowTogether(t *testing.T) {
 	if code, out := a.do("POST", "/v1/leases/earliest", map[string]any{
 		"after": T.Format("2006-01-02 15:04"), "duration": 3600, "reservations": []any{two, two, two}}); code != http.StatusConflict {
 		t.Errorf("three reservations of 2 on four hosts: status %d, want 409: %v", code, out)
+	}
+}
+
+// TestBigHostReserve: one small host and seven big ones (1 TiB), the
+// default reserve of 15 % of the bigger hosts (one of the seven). With
+// the small host booked, a small request gets big hosts while more than
+// one stays free, then a 409 that says why, while a request that needs a
+// big host still gets the last one; the earliest window for the small
+// request starts when the small host is free again.
+func TestBigHostReserve(t *testing.T) {
+	a := start(t)
+	a.addHost("small-1", nil)
+	big := map[string]bool{}
+	for i := 1; i <= 7; i++ {
+		big[a.addHost(fmt.Sprintf("big-%d", i), map[string]any{"memory_mb": 1 << 20})] = true
+	}
+	T := future(0)
+	first := a.hostLease("small", T, T.Add(4*time.Hour), 1, 1, "")
+	if got := a.hostsOf(first["id"].(string)); len(got) != 1 || big[got[0]] {
+		t.Fatalf("the first small lease got %v, want the small host", got)
+	}
+	six := a.hostLease("six", T, T.Add(4*time.Hour), 6, 6, "")
+	if got := a.hostsOf(six["id"].(string)); len(got) != 6 {
+		t.Fatalf("six big hosts wanted, got %v", got)
+	}
+	code, out := a.do("POST", "/v1/leases", map[string]any{
+		"name": "one-more", "start_date": T.Format("2006-01-02 15:04"), "end_date": T.Add(4 * time.Hour).Format("2006-01-02 15:04"),
+		"reservations": []any{map[string]any{"resource_type": "physical:host", "min": 1, "max": 1,
+			"hypervisor_properties": "", "resource_properties": ""}},
+		"events": []any{},
+	})
+	if msg := fmt.Sprint(out); code != http.StatusConflict || !strings.Contains(msg, "1 of them a bigger host kept for the requests only bigger hosts serve") {
+		t.Fatalf("a small lease over the reserve: %d %s, want 409 naming the kept host", code, msg)
+	}
+	bigOnly := a.hostLease("big", T, T.Add(4*time.Hour), 1, 1, `[">=", "$memory_mb", "1048576"]`)
+	if got := a.hostsOf(bigOnly["id"].(string)); len(got) != 1 || !big[got[0]] {
+		t.Fatalf("the big lease got %v, want the last big host", got)
+	}
+	code, out = a.earliest(T, nil, 3600, 1)
+	if code != http.StatusOK {
+		t.Fatalf("earliest: %d %v", code, out)
+	}
+	if got, want := out["earliest"].(map[string]any)["start_date"], T.Add(4*time.Hour).Format("2006-01-02T15:04:05.000000"); got != want {
+		t.Errorf("earliest start %v, want %v (the small host free again)", got, want)
 	}
 }
