@@ -21,7 +21,9 @@
 #
 # Knobs: LEASEHOLD_TEST_MYSQL_DSN (use this server instead of starting the
 # throw-away one), TEST_SUITES (default "go mysql conformance-sqlite
-# conformance-mysql"), GOTEST_FLAGS (extra go test flags), SHARED_DIR.
+# conformance-mysql"), GOTEST_FLAGS (extra go test flags), GOTEST_TIMEOUT
+# (a test binary's bound, default 25m: the suites against real Nova and
+# Horizon run minutes under -race on 2 cores), SHARED_DIR.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -157,7 +159,7 @@ if want go; then
   phase_start
   log="$LOGDIR/go-sqlite.log"
   # shellcheck disable=SC2086
-  env -u LEASEHOLD_TEST_MYSQL_DSN CGO_ENABLED=1 go test "${RACE[@]}" -shuffle=on ${GOTEST_FLAGS:-} ./... 2>&1 | tee "$log"
+  env -u LEASEHOLD_TEST_MYSQL_DSN CGO_ENABLED=1 go test "${RACE[@]}" -shuffle=on -timeout "${GOTEST_TIMEOUT:-25m}" ${GOTEST_FLAGS:-} ./... 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   if [ "$rc" = 0 ]; then record "go (SQLite)" PASS "$(gosummary "$log")"; else record "go (SQLite)" FAIL "exit $rc; $(gosummary "$log")"; fi
 fi
@@ -195,7 +197,7 @@ if want mysql; then
     else
       log="$LOGDIR/go-mysql.log"
       # shellcheck disable=SC2086
-      LEASEHOLD_TEST_MYSQL_DSN="$MYSQL_DSN" CGO_ENABLED=1 go test "${MRACE[@]}" -shuffle=on ${GOTEST_FLAGS:-} "${pkgs[@]}" 2>&1 | tee "$log"
+      LEASEHOLD_TEST_MYSQL_DSN="$MYSQL_DSN" CGO_ENABLED=1 go test "${MRACE[@]}" -shuffle=on -timeout "${GOTEST_TIMEOUT:-25m}" ${GOTEST_FLAGS:-} "${pkgs[@]}" 2>&1 | tee "$log"
       rc=${PIPESTATUS[0]}
       if [ "$rc" = 0 ]; then record "go (MariaDB)" PASS "$(gosummary "$log")"; else record "go (MariaDB)" FAIL "exit $rc; $(gosummary "$log")"; fi
     fi
