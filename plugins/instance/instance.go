@@ -64,6 +64,7 @@ import (
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
+	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/hostquery"
 	"github.com/leasehold/leasehold/plugins"
 )
@@ -104,6 +105,9 @@ type Config struct {
 	Flavors bool
 	// MaxReplans bounds the re-choices after lost races (default 5).
 	MaxReplans int
+	// DB is read by the earliest-window search (earliest.go), which runs
+	// outside any transaction; without it the search is refused.
+	DB *db.DB
 }
 
 // Plugin implements plugins.Plugin for virtual:instance.
