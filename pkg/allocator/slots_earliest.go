@@ -60,6 +60,15 @@ func EarliestSlots(hosts []SlotTimeline, req SlotRequest, w SlotWindow) (time.Ti
 	if w.Duration <= 0 {
 		return time.Time{}, false, fmt.Errorf("%w: duration %s", ErrInvalidRequest, w.Duration)
 	}
+	// Past every booking the hosts are empty: a request that does not fit
+	// them empty never fits (and the sweep need not run).
+	empty := make([]SlotTimeline, len(hosts))
+	for i, h := range hosts {
+		empty[i] = SlotTimeline{ID: h.ID, Capacity: h.Capacity}
+	}
+	if !slotsFit(empty, req, w.After, w.After.Add(w.Duration)) {
+		return time.Time{}, false, nil
+	}
 	starts := []time.Time{w.After}
 	for _, h := range hosts {
 		for _, b := range h.Bookings {
@@ -70,15 +79,126 @@ func EarliestSlots(hosts []SlotTimeline, req SlotRequest, w SlotWindow) (time.Ti
 	}
 	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
 	starts = slices.CompactFunc(starts, func(a, b time.Time) bool { return a.Equal(b) })
+	sw := newSlotSweep(hosts, req)
 	for _, t := range starts {
 		if !w.NotAfter.IsZero() && t.After(w.NotAfter) {
 			break
 		}
-		if slotsFit(hosts, req, t.Add(-w.Cleaning), t.Add(w.Duration+w.Cleaning)) {
+		if sw.fitsAt(t.Add(-w.Cleaning), t.Add(w.Duration+w.Cleaning)) {
 			return t, true, nil
 		}
 	}
 	return time.Time{}, false, nil
+}
+
+// slotSweep keeps, for windows moving later, each host's room (hostRoom
+// over the bookings overlapping the window) and three counts the
+// affinity rules read, recomputing only the hosts whose bookings in the
+// window changed: every booking enters and leaves the window once.
+type slotSweep struct {
+	hosts  []SlotTimeline
+	req    SlotRequest
+	byHost []int // booking's host, by index in all
+	all    []*SlotBooking
+	starts []int // indexes into all, by start
+	ends   []int // indexes into all, by end
+	si, ei int
+	active []bool
+	inWin  [][]SlotBooking // per host, the bookings in the window
+	room   []int
+	// sum is the sum of the rooms, each capped at the amount; one the
+	// hosts with room for a slot; whole those with room for them all.
+	sum, one, whole int
+	dirty           []int
+	isDirty         []bool
+}
+
+func newSlotSweep(hosts []SlotTimeline, req SlotRequest) *slotSweep {
+	sw := &slotSweep{hosts: hosts, req: req, inWin: make([][]SlotBooking, len(hosts)), room: make([]int, len(hosts)), isDirty: make([]bool, len(hosts))}
+	for i := range hosts {
+		for j := range hosts[i].Bookings {
+			if b := &hosts[i].Bookings[j]; b.End.After(b.Start) {
+				sw.all = append(sw.all, b)
+				sw.byHost = append(sw.byHost, i)
+			}
+		}
+		sw.room[i] = hostRoom(&SlotTimeline{Capacity: hosts[i].Capacity}, req.Size, time.Time{}, time.Time{})
+		sw.count(i, 1)
+	}
+	sw.active = make([]bool, len(sw.all))
+	sw.starts = make([]int, len(sw.all))
+	for i := range sw.starts {
+		sw.starts[i] = i
+	}
+	sw.ends = slices.Clone(sw.starts)
+	slices.SortStableFunc(sw.starts, func(a, b int) int { return sw.all[a].Start.Compare(sw.all[b].Start) })
+	slices.SortStableFunc(sw.ends, func(a, b int) int { return sw.all[a].End.Compare(sw.all[b].End) })
+	return sw
+}
+
+// count adds (sign 1) or takes away (-1) host i's room from the counts.
+func (sw *slotSweep) count(i, sign int) {
+	n := sw.room[i]
+	sw.sum += sign * min(n, sw.req.Amount)
+	if n >= 1 {
+		sw.one += sign
+	}
+	if n >= sw.req.Amount {
+		sw.whole += sign
+	}
+}
+
+func (sw *slotSweep) touch(i int) {
+	if !sw.isDirty[i] {
+		sw.isDirty[i] = true
+		sw.dirty = append(sw.dirty, i)
+	}
+}
+
+// fitsAt moves the window to [lo, hi) (never earlier than the last one)
+// and tells whether the request fits.
+func (sw *slotSweep) fitsAt(lo, hi time.Time) bool {
+	for ; sw.ei < len(sw.ends) && !sw.all[sw.ends[sw.ei]].End.After(lo); sw.ei++ {
+		k := sw.ends[sw.ei]
+		if !sw.active[k] {
+			continue
+		}
+		sw.active[k] = false
+		h := sw.byHost[k]
+		bs := sw.inWin[h]
+		for j := range bs {
+			if bs[j] == *sw.all[k] {
+				bs[j] = bs[len(bs)-1]
+				sw.inWin[h] = bs[:len(bs)-1]
+				break
+			}
+		}
+		sw.touch(h)
+	}
+	for ; sw.si < len(sw.starts) && sw.all[sw.starts[sw.si]].Start.Before(hi); sw.si++ {
+		k := sw.starts[sw.si]
+		if !sw.all[k].End.After(lo) {
+			continue // over before the window: never in it
+		}
+		sw.active[k] = true
+		h := sw.byHost[k]
+		sw.inWin[h] = append(sw.inWin[h], *sw.all[k])
+		sw.touch(h)
+	}
+	for _, h := range sw.dirty {
+		sw.isDirty[h] = false
+		sw.count(h, -1)
+		sw.room[h] = hostRoom(&SlotTimeline{Capacity: sw.hosts[h].Capacity, Bookings: sw.inWin[h]}, sw.req.Size, lo, hi)
+		sw.count(h, 1)
+	}
+	sw.dirty = sw.dirty[:0]
+	switch {
+	case sw.req.Affinity != nil && *sw.req.Affinity:
+		return sw.whole >= 1
+	case sw.req.Affinity != nil:
+		return sw.one >= sw.req.Amount
+	}
+	return sw.sum >= sw.req.Amount
 }
 
 // slotsFit tells whether req fits on hosts over [lo, hi).

@@ -187,3 +187,25 @@ func bruteFits(hosts []SlotTimeline, req SlotRequest, lo, hi int) bool {
 	}
 	return total >= req.Amount
 }
+
+// BenchmarkEarliestSlots: 1,000 hosts with 10,000 one-slot bookings over
+// a year; the request (a slot on each of 990 hosts, anti-affinity) fits
+// only where few bookings overlap, so the sweep checks many starts.
+func BenchmarkEarliestSlots(b *testing.B) {
+	hosts := make([]SlotTimeline, 1000)
+	for i := range hosts {
+		hosts[i] = SlotTimeline{ID: strconv.Itoa(i), Capacity: SlotSize{1, 1024, 0}}
+	}
+	for i := range 10000 {
+		h := &hosts[(i*7919)%len(hosts)]
+		start := slotAt((i * 52) % (365 * 24 * 60))
+		h.Bookings = append(h.Bookings, SlotBooking{Start: start, End: start.Add(48 * time.Hour), Size: SlotSize{1, 1024, 0}, Slots: 1})
+	}
+	req := SlotRequest{Size: SlotSize{1, 1024, 0}, Amount: 990, Affinity: boolp(false)}
+	w := SlotWindow{After: slotT0, Duration: 24 * time.Hour}
+	for b.Loop() {
+		if _, found, err := EarliestSlots(hosts, req, w); err != nil || !found {
+			b.Fatal(found, err)
+		}
+	}
+}
