@@ -8,6 +8,7 @@ import (
 
 	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
+	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/plugins"
 )
 
@@ -71,26 +72,41 @@ func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfte
 			ids = append(ids, h.ID)
 		}
 	}
-	lo, hi := after.Add(-p.cfg.Cleaning), noEnd
-	if !notAfter.IsZero() {
-		hi = notAfter.Add(d + p.cfg.Cleaning)
+	if len(ids) == 0 {
+		return time.Time{}, false, nil
 	}
 	scan := ids
 	if len(ids) > 200 {
 		scan = nil // one range scan beats a long IN list
 	}
-	if len(ids) == 0 {
+	caps, err := p.caps.get(ctx, tx, all, false)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	lo, hi := after.Add(-p.cfg.Cleaning), noEnd
+	if !notAfter.IsZero() {
+		hi = notAfter.Add(d + p.cfg.Cleaning)
+	}
+	// Most requests fit at once: the bookings of the first window decide
+	// that (a search with the latest start at after checks only it); the
+	// rest of the timeline is read only when they do not.
+	if t, found, err := p.sweep(ctx, tx, matching, scan, caps, ps, lo, after.Add(d+p.cfg.Cleaning), after, after, d); err != nil || found {
+		return t, found, err
+	}
+	if !notAfter.IsZero() && !notAfter.After(after) {
 		return time.Time{}, false, nil
 	}
+	return p.sweep(ctx, tx, matching, scan, caps, ps, lo, hi, after, notAfter, d)
+}
+
+// sweep reads the bookings of matching (scan: those ids, nil: all)
+// overlapping [lo, hi) and runs allocator.EarliestSlots over them.
+func (p *Plugin) sweep(ctx context.Context, tx *plugins.Tx, matching []*hosts.Host, scan []string, caps map[string]placement.ComputeCapacity, ps params, lo, hi, after, notAfter time.Time, d time.Duration) (time.Time, bool, error) {
 	bs, _, err := loadBookings(ctx, tx, lo, hi, scan, "")
 	if err != nil {
 		return time.Time{}, false, err
 	}
 	wholes, err := loadWholeBookings(ctx, tx, lo, hi, scan)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	caps, err := p.caps.get(ctx, tx, all, false)
 	if err != nil {
 		return time.Time{}, false, err
 	}
