@@ -17,6 +17,13 @@
 // then splits the amount over the hosts with the lost-allocations metric,
 // counted over time from each host's free capacity piece by piece.
 //
+// # Earliest window
+//
+// POST /v1/leases/earliest and leases created at "earliest" find the
+// first window in which the slots fit (earliest.go over
+// allocator.EarliestSlots), reading the bookings outside any
+// transaction through Config.DB; the create that follows checks again.
+//
 // # Storage
 //
 // instance_reservations holds the parameters; instance_allocations the
