@@ -22,9 +22,15 @@ import (
 // of that vector before and after (the lost-allocations vector, compared
 // lexicographically, so losing a large allocation dominates losing any
 // number of small ones), then the capacity left on the host (less is
-// better: fill fragmented hosts first). Anti-affinity additionally
-// spreads over failure domains before anything else. Ties go to the
-// host listed first, so the result is deterministic.
+// better: fill fragmented hosts first). Over time (SlotHost.Profile) both
+// are weighted by duration: a slot goes where the host is already busy
+// for most of the window. Before the metric, a host with no use at all
+// in the window ("fresh") ranks after every host in use that has room,
+// whatever the policy sizes say (with sizes that do not divide the
+// capacity the vector alone can prefer to open a fresh host).
+// Anti-affinity additionally spreads over failure domains before
+// anything else. Ties go to the host listed first, so the result is
+// deterministic.
 
 // SlotSize is the size of one instance: VCPUs, memory in MiB, disk in GiB.
 type SlotSize struct{ VCPUs, MemoryMB, DiskGB int64 }
@@ -168,11 +174,13 @@ func policySizes(req SlotRequest) []SlotSize {
 	return slices.Compact(out)
 }
 
-// slotScore is the cost of placing k slots on a host: the lost-
-// allocations vector, then the capacity left (a fraction summed over the
-// dimensions), then the domain load for anti-affinity (compared first).
+// slotScore is the cost of placing k slots on a host: the domain load
+// for anti-affinity, whether the host is fresh (unused in the window),
+// the lost-allocations vector, then the capacity left (a fraction summed
+// over the dimensions, averaged over the window), compared in that order.
 type slotScore struct {
 	domain int
+	fresh  bool
 	lost   []int
 	left   float64
 }
@@ -181,10 +189,25 @@ func (a *slotScore) less(b *slotScore) bool {
 	if a.domain != b.domain {
 		return a.domain < b.domain
 	}
+	if a.fresh != b.fresh {
+		return b.fresh
+	}
 	if c := slices.Compare(a.lost, b.lost); c != 0 {
 		return c < 0
 	}
 	return a.left < b.left
+}
+
+// leftOf is the capacity free left (after) as a fraction of capacity,
+// summed over the dimensions capacity has.
+func leftOf(after, capacity SlotSize) float64 {
+	var left float64
+	for _, d := range [3][2]int64{{after.VCPUs, capacity.VCPUs}, {after.MemoryMB, capacity.MemoryMB}, {after.DiskGB, capacity.DiskGB}} {
+		if d[1] > 0 {
+			left += float64(d[0]) / float64(d[1])
+		}
+	}
+	return left
 }
 
 // score fills sc with the cost of taking k more slots of size from host
@@ -193,25 +216,38 @@ func score(sc *slotScore, sizes []SlotSize, h *SlotHost, free, size SlotSize, k,
 	capacity := h.Capacity
 	after := free.Sub(size, int64(k))
 	sc.lost = sc.lost[:0]
+	sc.fresh = p == 0 && h.Free == capacity
 	if h.Profile == nil {
 		for _, s := range sizes {
 			sc.lost = append(sc.lost, free.Fits(s)-after.Fits(s))
 		}
-	} else {
-		for _, s := range sizes {
-			var lost int64
-			for _, seg := range h.Profile {
-				f := seg.Free.Sub(size, int64(p))
-				lost += seg.Dur * int64(f.Fits(s)-f.Sub(size, int64(k)).Fits(s))
-			}
-			sc.lost = append(sc.lost, int(lost))
-		}
+		sc.left = leftOf(after, capacity)
+		return
 	}
-	sc.left = 0
-	for _, d := range [3][2]int64{{after.VCPUs, capacity.VCPUs}, {after.MemoryMB, capacity.MemoryMB}, {after.DiskGB, capacity.DiskGB}} {
-		if d[1] > 0 {
-			sc.left += float64(d[0]) / float64(d[1])
+	for _, s := range sizes {
+		var lost int64
+		for _, seg := range h.Profile {
+			f := seg.Free.Sub(size, int64(p))
+			lost += seg.Dur * int64(f.Fits(s)-f.Sub(size, int64(k)).Fits(s))
 		}
+		sc.lost = append(sc.lost, int(lost))
+	}
+	// Free is the minimum over the profile: the host can be fresh only
+	// when every piece is free too. What is left is weighted by time,
+	// so of two hosts with the same peak the one busier over the rest
+	// of the window fits best.
+	var left float64
+	var total int64
+	for _, seg := range h.Profile {
+		if seg.Free != capacity {
+			sc.fresh = false
+		}
+		left += float64(seg.Dur) * leftOf(seg.Free.Sub(size, int64(p+k)), capacity)
+		total += seg.Dur
+	}
+	sc.left = leftOf(after, capacity)
+	if total > 0 {
+		sc.left = left / float64(total)
 	}
 }
 

@@ -105,6 +105,46 @@ func TestChooseSlots(t *testing.T) {
 			want:  map[string]int{"a": 2, "b": 1},
 		},
 		{
+			// 10 VCPU hosts and a 4 VCPU policy size: a 2 VCPU slot costs
+			// no 4 VCPU allocation on the empty host (10/4 = 8/4) but one
+			// on the host using 1 VCPU (9/4 > 7/4); the empty host still
+			// stays closed while the used one has room.
+			name: "never a fresh host while one in use has room",
+			hosts: []SlotHost{{ID: "empty", Free: SlotSize{10, 0, 0}, Capacity: SlotSize{10, 0, 0}},
+				{ID: "used", Free: SlotSize{9, 0, 0}, Capacity: SlotSize{10, 0, 0}}},
+			req:  SlotRequest{Size: SlotSize{2, 0, 0}, Amount: 1, Sizes: []SlotSize{{4, 0, 0}}},
+			want: map[string]int{"used": 1},
+		},
+		{
+			// Over time: both hosts have the same peak, but "late" is busy
+			// only for the last quarter of the window, "most" for three
+			// quarters; the slot goes where the whole host is lost for the
+			// least time.
+			name: "the host busy for most of the window",
+			hosts: []SlotHost{
+				{ID: "late", Free: slotNode.Sub(slotQuarter, 1), Capacity: slotNode,
+					Profile: []SlotSegment{{Dur: 3, Free: slotNode}, {Dur: 1, Free: slotNode.Sub(slotQuarter, 1)}}},
+				{ID: "most", Free: slotNode.Sub(slotQuarter, 1), Capacity: slotNode,
+					Profile: []SlotSegment{{Dur: 1, Free: slotNode}, {Dur: 3, Free: slotNode.Sub(slotQuarter, 1)}}},
+			},
+			req:  SlotRequest{Size: slotQuarter, Amount: 1, Sizes: sizes},
+			want: map[string]int{"most": 1},
+		},
+		{
+			// Same lost allocations (whole hosts and quarters) and peak: the
+			// remaining capacity, averaged over the window, breaks the tie
+			// (the fuller host).
+			name: "ties go to the host with less left over the window",
+			hosts: []SlotHost{
+				{ID: "thin", Free: slotNode.Sub(slotQuarter, 1), Capacity: slotNode,
+					Profile: []SlotSegment{{Dur: 2, Free: slotNode.Sub(slotQuarter, 1)}, {Dur: 2, Free: slotNode.Sub(slotQuarter, 1)}}},
+				{ID: "thick", Free: slotNode.Sub(slotQuarter, 1), Capacity: slotNode,
+					Profile: []SlotSegment{{Dur: 2, Free: slotNode.Sub(slotQuarter, 1)}, {Dur: 2, Free: slotNode.Sub(slotHalf, 1)}}},
+			},
+			req:  SlotRequest{Size: slotQuarter, Amount: 1, Sizes: []SlotSize{slotNode}},
+			want: map[string]int{"thick": 1},
+		},
+		{
 			name:  "held slots that no longer fit",
 			hosts: []SlotHost{{ID: "a", Free: slotQuarter, Capacity: slotNode, Held: 1}},
 			req:   SlotRequest{Size: slotHalf, Amount: 1},
@@ -204,6 +244,60 @@ func TestChooseSlotsProperties(t *testing.T) {
 		}
 		if aff != nil && *aff && len(dec.Slots) != 1 {
 			t.Fatalf("affinity over %d hosts", len(dec.Slots))
+		}
+	})
+}
+
+// TestChooseSlotsKeepsFreshHostsClosed: a single slot (any split) never
+// goes to a host unused throughout the window while a host in use has
+// room for it, whatever the policy sizes and the use over time.
+func TestChooseSlotsKeepsFreshHostsClosed(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		capa := SlotSize{int64(rapid.IntRange(1, 16).Draw(t, "vcpus")), int64(rapid.IntRange(1, 8).Draw(t, "mem")) * 1024, 0}
+		var hosts []SlotHost
+		for i := range rapid.IntRange(1, 6).Draw(t, "hosts") {
+			h := SlotHost{ID: "h" + strconv.Itoa(i), Capacity: capa, Free: capa}
+			for range rapid.IntRange(0, 3).Draw(t, "segs") {
+				used := SlotSize{int64(rapid.IntRange(0, int(capa.VCPUs)).Draw(t, "uv")), int64(rapid.IntRange(0, int(capa.MemoryMB/1024)).Draw(t, "um")) * 1024, 0}
+				seg := SlotSegment{Dur: int64(rapid.IntRange(1, 5).Draw(t, "dur")), Free: capa.Sub(used, 1)}
+				h.Profile = append(h.Profile, seg)
+				h.Free = SlotSize{min(h.Free.VCPUs, seg.Free.VCPUs), min(h.Free.MemoryMB, seg.Free.MemoryMB), 0}
+			}
+			hosts = append(hosts, h)
+		}
+		size := SlotSize{int64(rapid.IntRange(1, 4).Draw(t, "sv")), int64(rapid.IntRange(1, 4).Draw(t, "sm")) * 1024, 0}
+		var sizes []SlotSize
+		for range rapid.IntRange(0, 3).Draw(t, "nsizes") {
+			sizes = append(sizes, SlotSize{int64(rapid.IntRange(1, 8).Draw(t, "pv")), int64(rapid.IntRange(1, 8).Draw(t, "pm")) * 1024, 0})
+		}
+		dec, err := ChooseSlots(hosts, SlotRequest{Size: size, Amount: 1, Sizes: sizes})
+		if err != nil {
+			return
+		}
+		fresh := func(h SlotHost) bool {
+			if h.Free != h.Capacity {
+				return false
+			}
+			for _, s := range h.Profile {
+				if s.Free != h.Capacity {
+					return false
+				}
+			}
+			return true
+		}
+		var chosen SlotHost
+		for _, h := range hosts {
+			if dec.Slots[h.ID] > 0 {
+				chosen = h
+			}
+		}
+		if !fresh(chosen) {
+			return
+		}
+		for _, h := range hosts {
+			if !fresh(h) && h.Free.Fits(size) >= 1 {
+				t.Fatalf("fresh host %s chosen while %s (free %s) is in use and has room", chosen.ID, h.ID, h.Free)
+			}
 		}
 	})
 }

@@ -202,6 +202,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		Rules:      tagRules,
 		CheckHosts: hosts.ReservableTx,
 		Flavors:    drv.Name() != "standalone",
+		DB:         d,
 	})
 	types := []plugins.Plugin{
 		hostplugin.New(s.Hosts, d.DB, hostplugin.Config{

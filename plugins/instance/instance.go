@@ -17,6 +17,13 @@
 // then splits the amount over the hosts with the lost-allocations metric,
 // counted over time from each host's free capacity piece by piece.
 //
+// # Earliest window
+//
+// POST /v1/leases/earliest and leases created at "earliest" find the
+// first window in which the slots fit (earliest.go over
+// allocator.EarliestSlots), reading the bookings outside any
+// transaction through Config.DB; the create that follows checks again.
+//
 // # Storage
 //
 // instance_reservations holds the parameters; instance_allocations the
@@ -64,6 +71,7 @@ import (
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
+	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/hostquery"
 	"github.com/leasehold/leasehold/plugins"
 )
@@ -104,6 +112,9 @@ type Config struct {
 	Flavors bool
 	// MaxReplans bounds the re-choices after lost races (default 5).
 	MaxReplans int
+	// DB is read by the earliest-window search (earliest.go), which runs
+	// outside any transaction; without it the search is refused.
+	DB *db.DB
 }
 
 // Plugin implements plugins.Plugin for virtual:instance.

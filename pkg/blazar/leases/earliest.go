@@ -41,12 +41,13 @@ type EarliestWindow struct {
 type EarliestReservation struct {
 	ResourceType string `json:"resource_type"`
 	// Resources are the ids the reservation would get (host ids for
-	// physical:host).
+	// physical:host, the ids of the hosts with slots for
+	// virtual:instance).
 	Resources []string `json:"resources"`
 }
 
 // EarliestFinder is implemented by the plugins whose reservations the
-// earliest-window search supports (physical:host).
+// earliest-window search supports (physical:host, virtual:instance).
 type EarliestFinder interface {
 	// Earliest is the earliest start in [after, notAfter] (notAfter zero:
 	// no limit) of a window of length d in which r fits without the
