@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -417,25 +418,35 @@ func TestFlavorInstance(t *testing.T) {
 	})
 }
 
-// flavorCalls records the flavor driver calls.
-type flavorCalls struct{ calls []string }
+// flavorCalls records the flavor driver calls (the outbox worker runs
+// the actions of different keys at once).
+type flavorCalls struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (f *flavorCalls) record(c string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, c)
+}
 
 func (f *flavorCalls) CreateReservationFlavor(_ context.Context, s instance.FlavorSpec) error {
 	keys := make([]string, 0, len(s.ExtraSpecs))
 	for k, v := range s.ExtraSpecs {
 		keys = append(keys, k+"="+v)
 	}
-	f.calls = append(f.calls, fmt.Sprintf("create %s %s %d/%d/%d %v", s.ID, s.Name, s.VCPUs, s.MemoryMB, s.DiskGB, sorted(keys)))
+	f.record(fmt.Sprintf("create %s %s %d/%d/%d %v", s.ID, s.Name, s.VCPUs, s.MemoryMB, s.DiskGB, sorted(keys)))
 	return nil
 }
 
 func (f *flavorCalls) AddFlavorAccess(_ context.Context, flavor, project string) error {
-	f.calls = append(f.calls, "access "+flavor+" "+project)
+	f.record("access " + flavor + " " + project)
 	return nil
 }
 
 func (f *flavorCalls) DeleteReservationFlavor(_ context.Context, flavor string) error {
-	f.calls = append(f.calls, "delete "+flavor)
+	f.record("delete " + flavor)
 	return nil
 }
 
@@ -719,7 +730,9 @@ type groupCalls struct {
 }
 
 func (g *groupCalls) CreateServerGroup(_ context.Context, name, policy string) (string, error) {
-	g.calls = append(g.calls, "group "+name+" "+policy)
+	g.record("group " + name + " " + policy)
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if id, ok := g.groups[name]; ok {
 		return id, nil
 	}
@@ -729,7 +742,9 @@ func (g *groupCalls) CreateServerGroup(_ context.Context, name, policy string) (
 }
 
 func (g *groupCalls) DeleteServerGroups(_ context.Context, name string) error {
-	g.calls = append(g.calls, "ungroup "+name)
+	g.record("ungroup " + name)
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	delete(g.groups, name)
 	return nil
 }
