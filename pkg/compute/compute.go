@@ -160,6 +160,19 @@ type FlavorSpec struct {
 	ExtraSpecs map[string]string
 }
 
+// Flavor is an existing flavor as a flavor:instance reservation reads
+// it; its JSON is what upstream shows as that reservation's
+// resource_properties.
+type Flavor struct {
+	ID         string            `json:"id"`
+	Name       string            `json:"name"`
+	VCPUs      int64             `json:"vcpus"`
+	RAM        int64             `json:"ram"`
+	Disk       int64             `json:"disk"`
+	Ephemeral  int64             `json:"OS-FLV-EXT-DATA:ephemeral"`
+	ExtraSpecs map[string]string `json:"extra_specs"`
+}
+
 // Server is a server on a compute host, with its flavor's size.
 type Server struct {
 	ID, ProjectID string

@@ -242,7 +242,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 
 	// External calls, after the commits that decided them.
 	handlers := hostplugin.OutboxHandlers(drv)
-	maps.Copy(handlers, instance.OutboxHandlers(drv))
+	maps.Copy(handlers, instance.OutboxHandlers(drv, d.DB))
 	maps.Copy(handlers, hosts.OutboxHandlers(drv))
 	maps.Copy(handlers, s.Notifier.Handlers())
 	s.Mover = &hostplugin.Mover{Placement: psvc, Wanted: s.Leases.InProgress}

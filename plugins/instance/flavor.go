@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/compute"
 	"github.com/leasehold/leasehold/plugins"
 )
 
@@ -17,15 +18,7 @@ const FlavorResourceType = "flavor:instance"
 
 // Flavor is an existing Nova flavor as a flavor:instance reservation
 // reads it.
-type Flavor struct {
-	ID         string            `json:"id"`
-	Name       string            `json:"name"`
-	VCPUs      int64             `json:"vcpus"`
-	RAM        int64             `json:"ram"`
-	Disk       int64             `json:"disk"`
-	Ephemeral  int64             `json:"OS-FLV-EXT-DATA:ephemeral"`
-	ExtraSpecs map[string]string `json:"extra_specs"`
-}
+type Flavor = compute.Flavor
 
 // FlavorLookup finds a flavor visible to a project (the compute driver;
 // an unknown or invisible flavor is an errs.NotFound).

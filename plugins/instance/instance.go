@@ -51,12 +51,28 @@
 // slot) and its removal, with the class, at end. With Config.Flavors (a
 // real compute service), the compute driver (FlavorDriver) is asked
 // through the outbox for the private flavor (id = reservation id) at
-// create, the project's access at start and the flavor's deletion at end;
-// in standalone mode nothing is called, and flavor_id is still the
-// reservation id. server_group_id and aggregate_id stay null: no server
-// group or aggregate is made for instance reservations (the flavor's
+// create, the project's access at start and, at end, the deletion of the
+// flavor's servers and of the flavor; then, servers gone, whatever
+// inventory and class their allocations kept is released (an action on
+// the built-in Placement, tried again while Nova still removes the
+// allocations). In standalone mode nothing is called, and flavor_id is
+// still the reservation id.
+//
+// A reservation whose affinity is true or false also gets, in nova mode,
+// the Nova server group "reservation:<id>" (policy affinity or
+// anti-affinity; ServerGroupDriver), made through the outbox once (a
+// second run finds it by name) and shown as server_group_id when made;
+// a pending change of affinity replaces it, and the end deletes it. The
+// group belongs to the service user's project: upstream makes it with
+// the user's token, which an outbox action run later does not have, so
+// the lease's project cannot name it as a boot hint (Nova finds no such
+// group); the slots alone keep the servers together or apart. A null
+// affinity, and
+// standalone mode, have no group: server_group_id is null. aggregate_id
+// stays null: no aggregate is made for instance reservations (seed
+// blazar-placement-instance-reservation: the flavor's
 // resources:CUSTOM_RESERVATION_<ID>=1 alone keeps its servers on the
-// reserved hosts' slots).
+// reserved hosts' slots), so the flavor carries no affinity_id spec.
 package instance
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
 	"github.com/leasehold/leasehold/pkg/blazar/scheduler"
+	"github.com/leasehold/leasehold/pkg/compute/nova"
 	"github.com/leasehold/leasehold/pkg/compute/standalone"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
@@ -416,25 +418,35 @@ func TestFlavorInstance(t *testing.T) {
 	})
 }
 
-// flavorCalls records the flavor driver calls.
-type flavorCalls struct{ calls []string }
+// flavorCalls records the flavor driver calls (the outbox worker runs
+// the actions of different keys at once).
+type flavorCalls struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (f *flavorCalls) record(c string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, c)
+}
 
 func (f *flavorCalls) CreateReservationFlavor(_ context.Context, s instance.FlavorSpec) error {
 	keys := make([]string, 0, len(s.ExtraSpecs))
 	for k, v := range s.ExtraSpecs {
 		keys = append(keys, k+"="+v)
 	}
-	f.calls = append(f.calls, fmt.Sprintf("create %s %s %d/%d/%d %v", s.ID, s.Name, s.VCPUs, s.MemoryMB, s.DiskGB, sorted(keys)))
+	f.record(fmt.Sprintf("create %s %s %d/%d/%d %v", s.ID, s.Name, s.VCPUs, s.MemoryMB, s.DiskGB, sorted(keys)))
 	return nil
 }
 
 func (f *flavorCalls) AddFlavorAccess(_ context.Context, flavor, project string) error {
-	f.calls = append(f.calls, "access "+flavor+" "+project)
+	f.record("access " + flavor + " " + project)
 	return nil
 }
 
 func (f *flavorCalls) DeleteReservationFlavor(_ context.Context, flavor string) error {
-	f.calls = append(f.calls, "delete "+flavor)
+	f.record("delete " + flavor)
 	return nil
 }
 
@@ -445,7 +457,7 @@ func TestFlavorActions(t *testing.T) {
 	d := dbtest.Open(t)
 	e := newEnvWith(t, d, 1, nil, instance.Config{Flavors: true})
 	rec := &flavorCalls{}
-	w := outbox.NewWorker(d, instance.OutboxHandlers(rec), outbox.Config{}, e.clock.Now)
+	w := outbox.NewWorker(d, instance.OutboxHandlers(rec, d.DB), outbox.Config{}, e.clock.Now)
 	ctx := context.Background()
 	v := e.mustCreate(t, "l", "2030-01-01 11:00", "2030-01-01 12:00", instanceRes(1, 2, 2048, 20, nil))
 	id := v.Reservations[0]["id"].(string)
@@ -707,4 +719,186 @@ func TestCapabilityInUse(t *testing.T) {
 	if _, err := e.hosts.Update(ctx, "1", map[string]any{"gpu": "yes"}); err != nil {
 		t.Errorf("changing another capability: %v", err)
 	}
+}
+
+// groupCalls records the flavor and server group driver calls; groups
+// are numbered g1, g2, … and looked up by name, as Nova's would be.
+type groupCalls struct {
+	flavorCalls
+	groups map[string]string // name → id
+	n      int
+}
+
+func (g *groupCalls) CreateServerGroup(_ context.Context, name, policy string) (string, error) {
+	g.record("group " + name + " " + policy)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if id, ok := g.groups[name]; ok {
+		return id, nil
+	}
+	g.n++
+	g.groups[name] = fmt.Sprint("g", g.n)
+	return g.groups[name], nil
+}
+
+func (g *groupCalls) DeleteServerGroups(_ context.Context, name string) error {
+	g.record("ungroup " + name)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.groups, name)
+	return nil
+}
+
+// TestServerGroupActions: a reservation with an affinity gets the server
+// group reservation:<id> (affinity or anti-affinity) through the outbox,
+// its id shown as server_group_id once made; a pending change of affinity
+// replaces the group, and the end deletes it. A null affinity has no
+// group, nor does anything without a compute service.
+func TestServerGroupActions(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newEnvWith(t, d, 2, nil, instance.Config{Flavors: true})
+		rec := &groupCalls{groups: map[string]string{}}
+		w := outbox.NewWorker(d, instance.OutboxHandlers(rec, d.DB), outbox.Config{}, e.clock.Now)
+		ctx := context.Background()
+		groupOf := func(leaseID string) any {
+			t.Helper()
+			v, err := e.svc.Get(ctx, owner, leaseID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v.Reservations[0]["server_group_id"]
+		}
+		run := func() {
+			t.Helper()
+			if _, err := w.RunDue(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v := e.mustCreate(t, "l", "2030-01-01 11:00", "2030-01-01 12:00", instanceRes(2, 1, 1024, 10, true))
+		id := v.Reservations[0]["id"].(string)
+		if g := groupOf(v.ID); g != nil {
+			t.Errorf("server_group_id before the group is made: %v, want null", g)
+		}
+		run()
+		if g := groupOf(v.ID); g != "g1" {
+			t.Errorf("server_group_id %v, want g1", g)
+		}
+		if _, err := e.svc.Update(ctx, owner, v.ID, leasestest.Update(map[string]any{"id": id, "affinity": false})); err != nil {
+			t.Fatal(err)
+		}
+		if g := groupOf(v.ID); g != nil {
+			t.Errorf("server_group_id after an affinity change: %v, want null until the new group is made", g)
+		}
+		run()
+		if g := groupOf(v.ID); g != "g2" {
+			t.Errorf("server_group_id %v, want g2", g)
+		}
+		none := e.mustCreate(t, "n", "2030-01-01 11:00", "2030-01-01 12:00", instanceRes(1, 1, 1024, 10, nil))
+		for _, at := range []time.Time{t0.Add(time.Hour + time.Second), t0.Add(2*time.Hour + time.Second)} {
+			run()
+			e.clock.Set(at)
+			if _, err := e.events.RunDue(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run()
+		if g := groupOf(none.ID); g != nil {
+			t.Errorf("server_group_id of a null affinity: %v, want null", g)
+		}
+		name := "reservation:" + id
+		var groupCalls []string
+		for _, c := range rec.calls {
+			if strings.HasPrefix(c, "group ") || strings.HasPrefix(c, "ungroup ") {
+				groupCalls = append(groupCalls, c)
+			}
+		}
+		want := []string{"group " + name + " affinity", "ungroup " + name, "group " + name + " anti-affinity", "ungroup " + name}
+		if diff := cmp.Diff(want, groupCalls); diff != "" {
+			t.Errorf("server group calls (-want +got):\n%s", diff)
+		}
+		if len(rec.groups) != 0 {
+			t.Errorf("groups left after the end: %v", rec.groups)
+		}
+	})
+}
+
+// The nova driver is what the composition root hands the plugin in nova
+// mode: a flavor lookup (flavor:instance registers) and a server group
+// driver (the group actions have a handler).
+var (
+	_ instance.FlavorLookup      = (*nova.Driver)(nil)
+	_ instance.ServerGroupDriver = (*nova.Driver)(nil)
+	_ instance.FlavorDriver      = (*nova.Driver)(nil)
+)
+
+// TestServerGroupStandalone: without a compute service nothing is
+// recorded and server_group_id stays null whatever the affinity.
+func TestServerGroupStandalone(t *testing.T) {
+	d := dbtest.Open(t)
+	e := newEnv(t, d, 2, nil)
+	v := e.mustCreate(t, "l", "2030-01-01 11:00", "2030-01-01 12:00", instanceRes(2, 1, 1024, 10, false))
+	var n int64
+	if err := d.Raw("SELECT COUNT(*) FROM outbox WHERE lease_id = ?", v.ID).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 || v.Reservations[0]["server_group_id"] != nil {
+		t.Errorf("standalone: %d outbox actions, server_group_id %v; want none and null", n, v.Reservations[0]["server_group_id"])
+	}
+}
+
+// TestReleaseAfterServers: at the end, a server still holding a slot in
+// Placement keeps the inventory (and so the class); the release action
+// after the flavor's deletion fails while the allocation is there, and
+// removes both once it is gone.
+func TestReleaseAfterServers(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newEnvWith(t, d, 1, nil, instance.Config{Flavors: true})
+		rec := &flavorCalls{}
+		w := outbox.NewWorker(d, instance.OutboxHandlers(rec, d.DB), outbox.Config{Backoff: func(int) time.Duration { return time.Minute }}, e.clock.Now)
+		ps := placement.NewService(d, placement.Config{})
+		ctx := context.Background()
+		v := e.mustCreate(t, "l", "2030-01-01 11:00", "2030-01-01 12:00", instanceRes(2, 1, 1024, 10, nil))
+		id := v.Reservations[0]["id"].(string)
+		class := placement.ReservationClass(id)
+		e.clock.Set(t0.Add(time.Hour + time.Second))
+		if _, err := e.events.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var child string
+		if err := d.Raw("SELECT uuid FROM resource_providers WHERE name = ?", "blazar_compute-1").Scan(&child).Error; err != nil || child == "" {
+			t.Fatalf("child provider: %q %v", child, err)
+		}
+		server := "6e3b3a47-4a8e-4c1c-9a55-1b2c3d4e5f60"
+		if err := ps.WriteAllocations(ctx, []placement.ConsumerWrite{{UUID: server, ProjectID: "p1", UserID: "u1",
+			Allocations: map[string]map[string]int64{child: {class: 1}}}}, false); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Set(t0.Add(2*time.Hour + time.Second))
+		if _, err := e.events.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := candidates(t, ps, class); len(got) != 0 {
+			t.Errorf("candidates for %s after the end: %v, want none", class, got)
+		}
+		var kept int64
+		d.Raw("SELECT COUNT(*) FROM inventories i JOIN resource_classes c ON c.id = i.resource_class_id WHERE c.name = ?", class).Scan(&kept)
+		if kept != 1 {
+			t.Fatalf("inventories of %s while a server holds a unit: %d, want 1", class, kept)
+		}
+		if err := ps.DeleteAllocations(ctx, server); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Set(t0.Add(2*time.Hour + 2*time.Minute))
+		if _, err := w.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var left int64
+		d.Raw("SELECT (SELECT COUNT(*) FROM inventories i JOIN resource_classes c ON c.id = i.resource_class_id WHERE c.name = ?) + (SELECT COUNT(*) FROM resource_classes WHERE name = ?)", class, class).Scan(&left)
+		if left != 0 {
+			t.Errorf("inventory or class %s left after the release: %d rows", class, left)
+		}
+	})
 }

@@ -45,6 +45,9 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 	if err := p.enqueueFlavor(tx, lease, res.ID, ps, req.source); err != nil {
 		return "", err
 	}
+	if err := p.enqueueGroup(tx, lease, res.ID, ps.affinity); err != nil {
+		return "", err
+	}
 	req.resID = res.ID
 	return id, nil
 }
@@ -164,11 +167,26 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 		}
 		slots = dec.Slots
 	}
-	if err := tx.WithContext(ctx).Model(&row{}).Where("id = ?", r.ID).Updates(map[string]any{
+	cols := map[string]any{
 		"vcpus": ps.size.VCPUs, "memory_mb": ps.size.MemoryMB, "disk_gb": ps.size.DiskGB, "amount": ps.amount,
 		"affinity": ps.affinity, "resource_properties": ps.resourceProperties, "updated_at": tx.Now,
-	}).Error; err != nil {
+	}
+	// A pending reservation's new affinity replaces its server group
+	// (an active one cannot change it).
+	regroup := !sameAffinity(cur.affinity, ps.affinity)
+	if regroup {
+		cols["server_group_id"] = nil
+	}
+	if err := tx.WithContext(ctx).Model(&row{}).Where("id = ?", r.ID).Updates(cols).Error; err != nil {
 		return err
+	}
+	if regroup {
+		if err := p.enqueueGroupDelete(tx, lease, res.ID, cur.affinity); err != nil {
+			return err
+		}
+		if err := p.enqueueGroup(tx, lease, res.ID, ps.affinity); err != nil {
+			return err
+		}
 	}
 	if err := deleteAllocs(tx, res.ID); err != nil {
 		return err
@@ -261,7 +279,7 @@ func (p *Plugin) OnStart(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 // OnEnd implements plugins.Plugin: the inventory and the class go, the
 // slots are freed, and the flavor is deleted.
 func (p *Plugin) OnEnd(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, res *models.Reservation) error {
-	held, err := slotsOf(ctx, tx, res.ID)
+	r, held, err := load(ctx, tx, res.ID)
 	if err != nil {
 		return err
 	}
@@ -274,7 +292,15 @@ func (p *Plugin) OnEnd(ctx context.Context, tx *plugins.Tx, lease plugins.Lease,
 	if err := deleteAllocs(tx, res.ID); err != nil {
 		return err
 	}
-	return p.enqueueDelete(tx, lease, res.ID)
+	if err := p.enqueueDelete(tx, lease, res.ID); err != nil {
+		return err
+	}
+	return p.enqueueGroupDelete(tx, lease, res.ID, r.Affinity)
+}
+
+// sameAffinity reports whether two affinities (nil: none) are equal.
+func sameAffinity(a, b *bool) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
 // BeforeEnd implements plugins.Plugin: instance reservations have no

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
+
+	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/pkg/compute"
 	"github.com/leasehold/leasehold/pkg/outbox"
@@ -25,19 +28,51 @@ type FlavorDriver interface {
 	DeleteReservationFlavor(ctx context.Context, flavorID string) error
 }
 
+// ServerGroupDriver is what this plugin needs of a compute driver for
+// the server group of a reservation with an affinity: creation (returning
+// the existing group of that name when there is one, so that a second run
+// makes no second group) and deletion of every group of the name.
+type ServerGroupDriver interface {
+	CreateServerGroup(ctx context.Context, name, policy string) (string, error)
+	DeleteServerGroups(ctx context.Context, name string) error
+}
+
 // The outbox actions of an instance reservation, keyed "flavor:<id>" so
 // that they run in the order they were decided.
 const (
 	KindCreateFlavor = "compute.create_reservation_flavor"
 	KindFlavorAccess = "compute.add_flavor_access"
 	KindDeleteFlavor = "compute.delete_reservation_flavor"
+	// KindReleasePlacement removes what the servers of the flavor kept
+	// in Placement at the lease's end (their allocations pin the
+	// reservation's inventory, and so its class), once Nova deleted them.
+	KindReleasePlacement = "placement.release_reservation"
+	// KindCreateServerGroup and KindDeleteServerGroup make and remove
+	// the server group "reservation:<id>" of a reservation whose affinity
+	// is true (policy affinity) or false (anti-affinity); the group's id
+	// is recorded as the reservation's server_group_id once made.
+	KindCreateServerGroup = "compute.create_server_group"
+	KindDeleteServerGroup = "compute.delete_server_group"
 )
+
+// serverGroupName is the name of reservation resID's server group.
+func serverGroupName(resID string) string { return "reservation:" + resID }
+
+// groupPolicy is Nova's server group policy for an affinity.
+func groupPolicy(affinity bool) string {
+	if affinity {
+		return "affinity"
+	}
+	return "anti-affinity"
+}
 
 // flavorAction is the payload of the flavor actions.
 type flavorAction struct {
 	ReservationID string      `json:"reservation_id"`
 	ProjectID     string      `json:"project_id,omitempty"`
 	Spec          *FlavorSpec `json:"spec,omitempty"`
+	// Policy is the server group policy of KindCreateServerGroup.
+	Policy string `json:"policy,omitempty"`
 }
 
 // Spec is the private flavor of reservation resID with parameters ps:
@@ -86,13 +121,59 @@ func (p *Plugin) enqueueAccess(tx *plugins.Tx, lease plugins.Lease, resID string
 	return p.enqueue(tx, lease, KindFlavorAccess, flavorAction{ReservationID: resID, ProjectID: lease.ProjectID})
 }
 
+// enqueueDelete records the flavor's deletion (its servers first), then
+// the release of the Placement inventory and class they kept.
 func (p *Plugin) enqueueDelete(tx *plugins.Tx, lease plugins.Lease, resID string) error {
-	return p.enqueue(tx, lease, KindDeleteFlavor, flavorAction{ReservationID: resID})
+	if err := p.enqueue(tx, lease, KindDeleteFlavor, flavorAction{ReservationID: resID}); err != nil {
+		return err
+	}
+	return p.enqueue(tx, lease, KindReleasePlacement, flavorAction{ReservationID: resID})
 }
 
-// OutboxHandlers are the handlers of the flavor actions over drv.
-func OutboxHandlers(drv FlavorDriver) map[string]outbox.Handler {
+// enqueueGroup records the creation of the server group of a reservation
+// with an affinity (none for a null affinity).
+func (p *Plugin) enqueueGroup(tx *plugins.Tx, lease plugins.Lease, resID string, affinity *bool) error {
+	if affinity == nil {
+		return nil
+	}
+	return p.enqueue(tx, lease, KindCreateServerGroup, flavorAction{ReservationID: resID, Policy: groupPolicy(*affinity)})
+}
+
+// enqueueGroupDelete records the deletion of a reservation's server group
+// (none for a null affinity).
+func (p *Plugin) enqueueGroupDelete(tx *plugins.Tx, lease plugins.Lease, resID string, affinity *bool) error {
+	if affinity == nil {
+		return nil
+	}
+	return p.enqueue(tx, lease, KindDeleteServerGroup, flavorAction{ReservationID: resID})
+}
+
+// OutboxHandlers are the handlers of the flavor and server group actions
+// over drv (server groups when drv is a ServerGroupDriver), and of the
+// Placement release, in database g (the built-in Placement; the server
+// group ids are recorded there too).
+func OutboxHandlers(drv FlavorDriver, g *gorm.DB) map[string]outbox.Handler {
+	groups, _ := drv.(ServerGroupDriver)
+	noGroups := outbox.Permanent(errors.New("the compute driver has no server groups"))
 	return map[string]outbox.Handler{
+		KindCreateServerGroup: handle(func(ctx context.Context, a flavorAction) error {
+			if groups == nil {
+				return noGroups
+			}
+			id, err := groups.CreateServerGroup(ctx, serverGroupName(a.ReservationID), a.Policy)
+			if err != nil {
+				return err
+			}
+			// The row is gone when the lease was deleted meanwhile; the
+			// deletion that followed removes the group.
+			return g.WithContext(ctx).Exec("UPDATE instance_reservations SET server_group_id = ? WHERE reservation_id = ?", id, a.ReservationID).Error
+		}),
+		KindDeleteServerGroup: handle(func(ctx context.Context, a flavorAction) error {
+			if groups == nil {
+				return noGroups
+			}
+			return groups.DeleteServerGroups(ctx, serverGroupName(a.ReservationID))
+		}),
 		KindCreateFlavor: handle(func(ctx context.Context, a flavorAction) error {
 			if a.Spec == nil {
 				return outbox.Permanent(errNoSpec)
@@ -105,7 +186,41 @@ func OutboxHandlers(drv FlavorDriver) map[string]outbox.Handler {
 		KindDeleteFlavor: handle(func(ctx context.Context, a flavorAction) error {
 			return drv.DeleteReservationFlavor(ctx, a.ReservationID)
 		}),
+		KindReleasePlacement: handle(func(ctx context.Context, a flavorAction) error {
+			return g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+				return releasePlacementTx(tx, a.ReservationID)
+			})
+		}),
 	}
+}
+
+// releasePlacementTx removes the inventory of reservation resID's class
+// from every provider that still has it, then the class. Allocations of
+// the class left (Nova removes a deleted server's allocations just after
+// the server is gone) make it an error: the outbox tries again later.
+func releasePlacementTx(tx *gorm.DB, resID string) error {
+	class := placement.ReservationClass(resID)
+	var used int64
+	if err := tx.Raw(`SELECT COUNT(*) FROM allocations a JOIN resource_classes c ON c.id = a.resource_class_id WHERE c.name = ?`, class).Scan(&used).Error; err != nil {
+		return err
+	}
+	if used > 0 {
+		return fmt.Errorf("%d allocations of %s are left in Placement; trying again", used, class)
+	}
+	var uuids []string
+	if err := tx.Raw(`SELECT p.uuid FROM inventories i JOIN resource_providers p ON p.id = i.resource_provider_id
+ JOIN resource_classes c ON c.id = i.resource_class_id WHERE c.name = ? ORDER BY p.uuid`, class).Scan(&uuids).Error; err != nil {
+		return err
+	}
+	totals := make(map[string]int64, len(uuids))
+	for _, u := range uuids {
+		totals[u] = 0
+	}
+	if err := placement.SetReservationInventoriesTx(tx, class, totals); err != nil {
+		return err
+	}
+	_, err := placement.DeleteClassIfUnusedTx(tx, class)
+	return err
 }
 
 var errNoSpec = errors.New("flavor action without a spec")

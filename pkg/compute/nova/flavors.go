@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -115,4 +116,41 @@ func (d *Driver) sleep(ctx context.Context) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// GetFlavor implements the flavor lookup of flavor:instance reservations:
+// flavor flavorID with its extra specs, when projectID may use it (a
+// public flavor, or a private one whose access list holds the project).
+// A flavor that does not exist, or that the project cannot see, is an
+// errs.NotFound, as Nova would answer the project itself.
+func (d *Driver) GetFlavor(ctx context.Context, flavorID, projectID string) (compute.Flavor, error) {
+	notFound := errs.NotFoundf("Flavor %s could not be found.", flavorID)
+	fl, err := flavors.Get(ctx, d.client, flavorID).Extract()
+	if isNotFound(err) {
+		return compute.Flavor{}, notFound
+	}
+	if err != nil {
+		return compute.Flavor{}, d.fail(ctx, "get flavor "+flavorID, err)
+	}
+	if !fl.IsPublic && projectID != "" {
+		pages, err := flavors.ListAccesses(d.client, flavorID).AllPages(ctx)
+		if err != nil {
+			return compute.Flavor{}, d.fail(ctx, "list the projects of flavor "+flavorID, err)
+		}
+		acc, err := flavors.ExtractAccesses(pages)
+		if err != nil {
+			return compute.Flavor{}, d.fail(ctx, "list the projects of flavor "+flavorID, err)
+		}
+		if !slices.ContainsFunc(acc, func(a flavors.FlavorAccess) bool { return a.TenantID == projectID }) {
+			return compute.Flavor{}, notFound
+		}
+	}
+	specs := fl.ExtraSpecs
+	if specs == nil { // below microversion 2.61 a flavor comes without them
+		if specs, err = flavors.ListExtraSpecs(ctx, d.client, flavorID).Extract(); err != nil {
+			return compute.Flavor{}, d.fail(ctx, "get the extra specs of flavor "+flavorID, err)
+		}
+	}
+	return compute.Flavor{ID: fl.ID, Name: fl.Name, VCPUs: int64(fl.VCPUs), RAM: int64(fl.RAM), Disk: int64(fl.Disk),
+		Ephemeral: int64(fl.Ephemeral), ExtraSpecs: specs}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 
 	"github.com/leasehold/leasehold/pkg/compute"
+	"github.com/leasehold/leasehold/pkg/errs"
 )
 
 // fakeFlavors is the flavor part of the compute API, in memory: flavors
@@ -53,6 +54,14 @@ func (f *fakeFlavors) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.flavors[id] = fl
 		writeJSON(w, 200, map[string]any{"flavor": fl})
+	case r.Method == "GET" && len(p) == 3 && p[2] == "os-extra_specs":
+		writeJSON(w, 200, map[string]any{"extra_specs": f.specs[p[1]]})
+	case r.Method == "GET" && len(p) == 3 && p[2] == "os-flavor-access":
+		out := []map[string]string{}
+		for _, x := range f.access[p[1]] {
+			out = append(out, map[string]string{"flavor_id": p[1], "tenant_id": x})
+		}
+		writeJSON(w, 200, map[string]any{"flavor_access": out})
 	case r.Method == "POST" && len(p) == 3 && p[2] == "os-extra_specs":
 		for k, v := range body["extra_specs"].(map[string]any) {
 			f.specs[p[1]][k] = v.(string)
@@ -145,5 +154,47 @@ func TestReservationFlavorCalls(t *testing.T) {
 	}
 	if err := d.DeleteReservationFlavor(ctx, "r1"); err != nil {
 		t.Errorf("deleting a gone flavor: %v", err)
+	}
+}
+
+// TestGetFlavor: a flavor is found with its extra specs (from the flavor
+// itself, or read separately when Nova's answer has none) when it is
+// public or the project is on its access list; otherwise, and when it
+// does not exist, it is NotFound, as Nova answers the project.
+func TestGetFlavor(t *testing.T) {
+	f := &fakeFlavors{
+		flavors: map[string]map[string]any{
+			"pub": {"id": "pub", "name": "m1.small", "vcpus": 2, "ram": 4096, "disk": 10, "OS-FLV-EXT-DATA:ephemeral": 5,
+				"os-flavor-access:is_public": true, "extra_specs": map[string]string{"hw:cpu_policy": "dedicated"}},
+			"priv": {"id": "priv", "name": "gold", "vcpus": 8, "ram": 16384, "disk": 80, "os-flavor-access:is_public": false},
+		},
+		specs:  map[string]map[string]string{"priv": {"trait:CUSTOM_GOLD": "required"}},
+		access: map[string][]string{"priv": {"p1"}},
+	}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	d := New(&gophercloud.ServiceClient{ProviderClient: &gophercloud.ProviderClient{HTTPClient: *srv.Client()}, Endpoint: srv.URL + "/"}, Config{}, nil)
+	pub := compute.Flavor{ID: "pub", Name: "m1.small", VCPUs: 2, RAM: 4096, Disk: 10, Ephemeral: 5,
+		ExtraSpecs: map[string]string{"hw:cpu_policy": "dedicated"}}
+	priv := compute.Flavor{ID: "priv", Name: "gold", VCPUs: 8, RAM: 16384, Disk: 80,
+		ExtraSpecs: map[string]string{"trait:CUSTOM_GOLD": "required"}}
+	for _, c := range []struct {
+		id, project string
+		want        compute.Flavor
+		notFound    bool
+	}{
+		{"pub", "p2", pub, false},
+		{"priv", "p1", priv, false},
+		{"priv", "p2", compute.Flavor{}, true},
+		{"nope", "p1", compute.Flavor{}, true},
+	} {
+		got, err := d.GetFlavor(context.Background(), c.id, c.project)
+		e := errs.As(err)
+		if c.notFound != (e != nil && e.Kind == errs.NotFound) || (!c.notFound && err != nil) {
+			t.Errorf("GetFlavor(%s, %s): error %v, want NotFound: %v", c.id, c.project, err, c.notFound)
+		}
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("GetFlavor(%s, %s) (-want +got):\n%s", c.id, c.project, diff)
+		}
 	}
 }
