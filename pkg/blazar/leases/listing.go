@@ -69,12 +69,16 @@ func (s *Service) AppendList(ctx context.Context, c Caller, b []byte) ([]byte, e
 // AppendList appends it. The bytes may be shared with other callers
 // (the cached listing, see listing_cache.go): read them, never write.
 func (s *Service) ListJSON(ctx context.Context, c Caller) ([]byte, error) {
-	r, err := s.rendered(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if r != nil {
-		return r.of(c), nil
+	if c.Admin {
+		r, err := s.rendered(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			return r.body, nil
+		}
+	} else if body, err := s.projectJSON(ctx, c); err != nil || body != nil {
+		return body, err
 	}
 	l, err := s.listing(ctx, c)
 	if err != nil {

@@ -106,7 +106,9 @@ func (g *Gate) Enter(ctx context.Context) error {
 func (g *Gate) Leave() { <-g.ch }
 
 // listCache is the last admin listing rendered, with each lease's bytes
-// and project so a member's listing is cut from it.
+// and project so a member's listing is cut from it, and the last
+// listings of the projects whose members asked since (a member does not
+// pay for reading every project's leases).
 type listCache struct {
 	watch ChangeWatch
 	gate  Gate
@@ -114,6 +116,14 @@ type listCache struct {
 	mu    sync.Mutex
 	at    DataVersion
 	body  *renderedListing
+	// projects holds members' listings, each at its own version; those
+	// older than the newest stored are dropped when one is stored.
+	projects map[string]projectListing
+}
+
+type projectListing struct {
+	at   DataVersion
+	body []byte
 }
 
 // renderedListing is every lease as the JSON array the API shows an
@@ -136,6 +146,53 @@ func (c *listCache) cached(v DataVersion) *renderedListing {
 		return c.body
 	}
 	return nil
+}
+
+// projectJSON returns the listing of caller c (a member), reflecting
+// every write that committed before the call: cut from the admin
+// listing when that one is current, else the project's own, read and
+// kept when missing. nil (and no error) when the database offers no
+// change counter.
+func (s *Service) projectJSON(ctx context.Context, c Caller) ([]byte, error) {
+	lc := &s.listCache
+	v, ok, err := lc.watch.Version(ctx, s.db)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if r := lc.cached(v); r != nil {
+		return r.of(c), nil
+	}
+	lc.mu.Lock()
+	p, hit := lc.projects[c.ProjectID]
+	lc.mu.Unlock()
+	if hit && p.at.AtLeast(v) {
+		return p.body, nil
+	}
+	// Members of different projects load side by side (no gate): each
+	// reads only its own leases.
+	lc.loads.Add(1)
+	l, err := s.listing(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	body, err := l.appendJSON(nil)
+	if err != nil {
+		return nil, err
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.projects == nil {
+		lc.projects = map[string]projectListing{}
+	}
+	for k, e := range lc.projects {
+		if !e.at.AtLeast(v) {
+			delete(lc.projects, k)
+		}
+	}
+	if e, ok := lc.projects[c.ProjectID]; !ok || !e.at.AtLeast(v) {
+		lc.projects[c.ProjectID] = projectListing{at: v, body: body}
+	}
+	return body, nil
 }
 
 // rendered returns every lease rendered, reflecting every write that
