@@ -144,7 +144,12 @@ func authMiddleware(authn Authenticator, next http.Handler) http.Handler {
 // — the one place a Blazar error becomes HTTP. error_name repeats the
 // status (upstream's quirk) unless the error carries a Code; anything
 // that is not an *errs.Error is an internal error, logged and hidden.
+// A client that went away gets nothing (499 in the metrics).
 func RenderError(w http.ResponseWriter, r *http.Request, err error) {
+	if httpx.ClientGone(r) {
+		httpx.WriteClientGone(w, r, err)
+		return
+	}
 	e := errs.As(err)
 	if e == nil || e.Kind == errs.Internal {
 		// A database that cannot be reached is a 503, not a bug.

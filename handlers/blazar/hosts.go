@@ -167,11 +167,11 @@ func (h *hostHandlers) allocations(w http.ResponseWriter, r *http.Request) error
 	}
 	// The body is what WriteJSON writes for {"allocations": [allocationView
 	// of each]}, rendered from the rows without building the maps.
-	b, err := h.svc.AppendAllocations(r.Context(), allocationFilter(r), append(make([]byte, 0, 64), `{"allocations":`...))
+	list, err := h.svc.AllocationsJSON(r.Context(), allocationFilter(r))
 	if err != nil {
 		return err
 	}
-	return writeRawJSON(w, http.StatusOK, append(b, '}'))
+	return writeRawJSON(w, http.StatusOK, []byte(`{"allocations":`), list, []byte{'}'})
 }
 
 func (h *hostHandlers) allocation(w http.ResponseWriter, r *http.Request) error {

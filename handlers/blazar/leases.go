@@ -52,20 +52,28 @@ func (h *leaseHandlers) list(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// The body is what WriteJSON writes for {"leases": svc.List(...)},
-	// rendered from the typed rows without building the views.
-	b, err := h.svc.AppendList(r.Context(), c, append(make([]byte, 0, 1024), `{"leases":`...))
+	// rendered from the typed rows without building the views; the
+	// array is often the service's cached one, written as it is.
+	list, err := h.svc.ListJSON(r.Context(), c)
 	if err != nil {
 		return err
 	}
-	return writeRawJSON(w, http.StatusOK, append(b, '}'))
+	return writeRawJSON(w, http.StatusOK, []byte(`{"leases":`), list, []byte{'}'})
 }
 
-// writeRawJSON writes an already encoded JSON body as WriteJSON does.
-func writeRawJSON(w http.ResponseWriter, status int, body []byte) error {
+// writeRawJSON writes an already encoded JSON body, the concatenation
+// of parts, as WriteJSON does.
+func writeRawJSON(w http.ResponseWriter, status int, parts ...[]byte) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, err := w.Write(body)
-	return err
+	for _, p := range parts {
+		// The status is sent: a failed write (the client went away) has
+		// nothing left to render.
+		if _, err := w.Write(p); err != nil {
+			break
+		}
+	}
+	return nil
 }
 
 func (h *leaseHandlers) show(w http.ResponseWriter, r *http.Request) error {

@@ -95,8 +95,13 @@ func escapedNotFound(err error) error {
 // renderError is the one place an error becomes Placement's error
 // response: its kind picks the status, its code (from 1.23) defaults to
 // placement.undefined_code, and any error that is not an *errs.Error (or
-// is of kind Internal) is logged and answered with a generic 500.
+// is of kind Internal) is logged and answered with a generic 500. A
+// client that went away gets nothing (499 in the metrics).
 func renderError(w http.ResponseWriter, r *http.Request, err error) {
+	if httpx.ClientGone(r) {
+		httpx.WriteClientGone(w, r, err)
+		return
+	}
 	e := errs.As(err)
 	if e == nil || e.Kind == errs.Internal {
 		// A database that cannot be reached is a 503, not a bug.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
@@ -38,7 +39,7 @@ type HostAllocation struct {
 // Allocations returns one entry per registered host, by id, with the
 // reservations holding it.
 func (s *Service) Allocations(ctx context.Context, f AllocationFilter) ([]HostAllocation, error) {
-	ids, byHost, err := s.allAllocations(ctx, f)
+	ids, byHost, err := s.allAllocations(ctx, f, s.now().UTC())
 	if err != nil {
 		return nil, err
 	}
@@ -54,16 +55,37 @@ func (s *Service) Allocations(ctx context.Context, f AllocationFilter) ([]HostAl
 // {"resource_id", "reservations": [{"id", "lease_id", "start_date",
 // "end_date"}]} maps: keys sorted), rendered from the rows.
 func (s *Service) AppendAllocations(ctx context.Context, f AllocationFilter, b []byte) ([]byte, error) {
-	ids, byHost, err := s.allAllocations(ctx, f)
+	body, err := s.AllocationsJSON(ctx, f)
 	if err != nil {
 		return nil, err
 	}
+	return append(b, body...), nil
+}
+
+// AllocationsJSON returns the JSON array AppendAllocations appends. The
+// bytes may be shared with other callers (the cached listing): read
+// them, never write.
+func (s *Service) AllocationsJSON(ctx context.Context, f AllocationFilter) ([]byte, error) {
+	if f == (AllocationFilter{}) {
+		if body, err := s.cachedAllocations(ctx); err != nil || body != nil {
+			return body, err
+		}
+	}
+	ids, byHost, err := s.allAllocations(ctx, f, s.now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	return renderAllocations(ids, byHost), nil
+}
+
+// renderAllocations renders the rows of allAllocations.
+func renderAllocations(ids []string, byHost map[string][]HostReservation) []byte {
 	n := 0
 	for _, rs := range byHost {
 		n += len(rs)
 	}
 	// A generous estimate of the body: one allocation for the whole of it.
-	b = slices.Grow(b, 2+40*len(ids)+190*n)
+	b := make([]byte, 0, 2+40*len(ids)+190*n)
 	b = append(b, '[')
 	for i, id := range ids {
 		if i > 0 {
@@ -88,12 +110,86 @@ func (s *Service) AppendAllocations(ctx context.Context, f AllocationFilter, b [
 		b = leases.AppendString(b, id)
 		b = append(b, '}')
 	}
-	return append(b, ']'), nil
+	return append(b, ']')
+}
+
+// allocCache is the last unfiltered allocation listing rendered. The
+// listing depends on the clock as well as on the database (only leases
+// ending at or after now are shown), so it also records the span of
+// time it holds for: from the clock reading it was loaded at until the
+// earliest end among the leases it shows.
+type allocCache struct {
+	watch leases.ChangeWatch
+	gate  leases.Gate
+	loads atomic.Int64 // listings read into the cache (tests)
+	mu    sync.Mutex
+	at    leases.DataVersion
+	from  time.Time
+	until time.Time // zero: no lease shown, no end in sight
+	body  []byte
+}
+
+// get returns the body cached at version v (or later) that holds at now.
+func (c *allocCache) get(v leases.DataVersion, now time.Time) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.body == nil || !c.at.AtLeast(v) || now.Before(c.from) {
+		return nil
+	}
+	// At the end itself the lease is still shown (end_date >= now), but
+	// the stored text and the clock compare by different rules there:
+	// reload rather than guess.
+	if !c.until.IsZero() && !now.Before(c.until) {
+		return nil
+	}
+	return c.body
+}
+
+// cachedAllocations returns the unfiltered listing from the cache,
+// loading it when the database or the clock moved it; nil (and no
+// error) when the database offers no change counter.
+func (s *Service) cachedAllocations(ctx context.Context) ([]byte, error) {
+	c := &s.allocCache
+	v, ok, err := c.watch.Version(ctx, s.db)
+	if err != nil || !ok {
+		return nil, err
+	}
+	now := s.now().UTC()
+	if body := c.get(v, now); body != nil {
+		return body, nil
+	}
+	if err := c.gate.Enter(ctx); err != nil {
+		return nil, err
+	}
+	defer c.gate.Leave()
+	if body := c.get(v, now); body != nil {
+		return body, nil
+	}
+	// Read after the version: a write racing with this load moves the
+	// version again, and the next request reloads.
+	c.loads.Add(1)
+	ids, byHost, err := s.allAllocations(ctx, AllocationFilter{}, now)
+	if err != nil {
+		return nil, err
+	}
+	var until time.Time
+	for _, rs := range byHost {
+		for _, r := range rs {
+			if until.IsZero() || r.EndDate.Before(until) {
+				until = r.EndDate
+			}
+		}
+	}
+	body := renderAllocations(ids, byHost)
+	c.mu.Lock()
+	c.at, c.from, c.until, c.body = v, now, until, body
+	c.mu.Unlock()
+	return body, nil
 }
 
 // allAllocations reads the API ids of every host, in id order, and the
 // reservations holding them: two queries, typed rows.
-func (s *Service) allAllocations(ctx context.Context, f AllocationFilter) ([]string, map[string][]HostReservation, error) {
+func (s *Service) allAllocations(ctx context.Context, f AllocationFilter, now time.Time) ([]string, map[string][]HostReservation, error) {
 	sqlDB, err := s.db.DB.DB()
 	if err != nil {
 		return nil, nil, err
@@ -115,10 +211,10 @@ func (s *Service) allAllocations(ctx context.Context, f AllocationFilter) ([]str
 		return nil, nil, err
 	}
 	if s.db.Dialect == db.SQLite && f == (AllocationFilter{}) {
-		byHost, err := s.joinAllocations(ctx, sqlDB)
+		byHost, err := s.joinAllocations(ctx, sqlDB, now)
 		return ids, byHost, err
 	}
-	byHost, err := s.hostAllocations(ctx, sqlDB, f, "")
+	byHost, err := s.hostAllocations(ctx, sqlDB, f, "", now)
 	return ids, byHost, err
 }
 
@@ -127,7 +223,7 @@ func (s *Service) allAllocations(ctx context.Context, f AllocationFilter) ([]str
 // the three-table join: SQLite looks up each reservation and each lease
 // by its text key. The order is the join's: start date as stored (text,
 // so compared bytewise as SQLite compares it), then reservation id.
-func (s *Service) joinAllocations(ctx context.Context, d *sql.DB) (map[string][]HostReservation, error) {
+func (s *Service) joinAllocations(ctx context.Context, d *sql.DB, now time.Time) (map[string][]HostReservation, error) {
 	type window struct {
 		start, end leases.TimeCol
 	}
@@ -142,7 +238,7 @@ func (s *Service) joinAllocations(ctx context.Context, d *sql.DB) (map[string][]
 	// The three tables are read concurrently, each on its own connection.
 	wg.Go(func() {
 		errs[0] = db.EachRow(ctx, d, "SELECT id, "+leases.TimeExpr(db.SQLite, "start_date")+", "+leases.TimeExpr(db.SQLite, "end_date")+
-			" FROM leases WHERE end_date >= ?", []any{s.now().UTC()}, func(rows *sql.Rows) error {
+			" FROM leases WHERE end_date >= ?", []any{now}, func(rows *sql.Rows) error {
 			var id string
 			w := &window{}
 			if err := rows.Scan(leases.Str{P: &id}, &w.start, &w.end); err != nil {
@@ -218,7 +314,7 @@ func (s *Service) Allocation(ctx context.Context, id string, f AllocationFilter)
 	if err != nil {
 		return nil, err
 	}
-	byHost, err := s.hostAllocations(ctx, sqlDB, f, h.ID)
+	byHost, err := s.hostAllocations(ctx, sqlDB, f, h.ID, s.now().UTC())
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +325,7 @@ func (s *Service) Allocation(ctx context.Context, id string, f AllocationFilter)
 // only, unless ""), keyed by the host's API id, by start date then
 // reservation id. Host and instance reservations share
 // computehost_allocations.
-func (s *Service) hostAllocations(ctx context.Context, d *sql.DB, f AllocationFilter, hostID string) (map[string][]HostReservation, error) {
+func (s *Service) hostAllocations(ctx context.Context, d *sql.DB, f AllocationFilter, hostID string, now time.Time) (map[string][]HostReservation, error) {
 	t := func(col string) string { return leases.TimeExpr(s.db.Dialect, col) }
 	q := "SELECT a.compute_host_id, a.reservation_id, r.lease_id, " + t("l.start_date") + ", " + t("l.end_date") +
 		" FROM computehost_allocations a JOIN reservations r ON r.id = a.reservation_id JOIN leases l ON l.id = r.lease_id WHERE 1 = 1"
@@ -248,7 +344,7 @@ func (s *Service) hostAllocations(ctx context.Context, d *sql.DB, f AllocationFi
 	}
 	if f.LeaseID == "" && f.ReservationID == "" {
 		q += " AND l.end_date >= ?"
-		args = append(args, s.now().UTC())
+		args = append(args, now)
 	}
 	rows, err := d.QueryContext(ctx, q+" ORDER BY l.start_date, a.reservation_id", args...)
 	if err != nil {

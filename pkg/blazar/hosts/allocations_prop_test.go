@@ -28,7 +28,7 @@ func oldAllocationsJSON(t *rapid.T, s *Service, f AllocationFilter) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byHost, err := s.hostAllocations(ctx, sqlDB, f, "")
+	byHost, err := s.hostAllocations(ctx, sqlDB, f, "", s.now().UTC())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,6 +103,8 @@ type Service struct {
 	now func() time.Time
 	// healer re-places a failed host's reservations (SetHealer).
 	healer HealFunc
+	// allocCache is the last allocation listing rendered (allocations.go).
+	allocCache allocCache
 }
 
 // New returns a Service on d using the compute driver drv.

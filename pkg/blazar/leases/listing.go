@@ -58,11 +58,33 @@ func (s *Service) List(ctx context.Context, c Caller) ([]*View, error) {
 // AppendList appends to b the JSON array of the leases the caller may
 // see (what List returns, as encoding/json would write it).
 func (s *Service) AppendList(ctx context.Context, c Caller, b []byte) ([]byte, error) {
+	body, err := s.ListJSON(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, body...), nil
+}
+
+// ListJSON returns the JSON array of the leases the caller may see, as
+// AppendList appends it. The bytes may be shared with other callers
+// (the cached listing, see listing_cache.go): read them, never write.
+func (s *Service) ListJSON(ctx context.Context, c Caller) ([]byte, error) {
+	if c.Admin {
+		r, err := s.rendered(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			return r.body, nil
+		}
+	} else if body, err := s.projectJSON(ctx, c); err != nil || body != nil {
+		return body, err
+	}
 	l, err := s.listing(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	return l.appendJSON(b)
+	return l.appendJSON(nil)
 }
 
 // TimeExpr is the select expression reading the date column col for a

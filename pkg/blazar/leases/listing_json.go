@@ -13,8 +13,7 @@ import (
 
 // appendJSON appends the listing as encoding/json writes l.views().
 func (l *listing) appendJSON(b []byte) ([]byte, error) {
-	// A generous estimate of the body: one allocation for the whole of it.
-	b = slices.Grow(b, 2+400*len(l.leases)+560*l.nRes+280*l.nEv)
+	b = slices.Grow(b, l.sizeHint())
 	b = append(b, '[')
 	var keys keyOrder
 	var err error
@@ -22,72 +21,83 @@ func (l *listing) appendJSON(b []byte) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		x := &l.leases[i]
-		b = append(b, `{"id":`...)
-		b = AppendString(b, x.l.ID)
-		b = append(b, `,"name":`...)
-		b = AppendString(b, x.l.Name)
-		b = append(b, `,"user_id":`...)
-		b = AppendString(b, x.l.UserID)
-		b = append(b, `,"project_id":`...)
-		b = AppendString(b, x.l.ProjectID)
-		b = append(b, `,"start_date":`...)
-		b = AppendDate(b, x.l.StartDate)
-		b = append(b, `,"end_date":`...)
-		b = AppendDate(b, x.l.EndDate)
-		b = append(b, `,"trust_id":`...)
-		if x.l.TrustID == "" {
-			b = append(b, "null"...)
-		} else {
-			b = AppendString(b, x.l.TrustID)
+		if b, err = l.appendLease(b, &l.leases[i], &keys); err != nil {
+			return nil, err
 		}
-		b = append(b, `,"status":`...)
-		b = AppendString(b, x.l.Status)
-		b = append(b, `,"degraded":`...)
-		b = strconv.AppendBool(b, x.l.Degraded)
-		b = append(b, `,"lease_type":`...)
-		b = AppendString(b, leaseType(x.l.LeaseType))
-		if x.l.Timeout != nil {
-			b = append(b, `,"timeout":`...)
-			b = strconv.AppendInt(b, int64(*x.l.Timeout), 10)
-		}
-		b = append(b, `,"created_at":`...)
-		b = AppendStamp(b, x.l.CreatedAt)
-		b = append(b, `,"updated_at":`...)
-		b = appendStampPtr(b, x.l.UpdatedAt)
-		b = append(b, `,"reservations":[`...)
-		for j, r := range x.ress {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendReservation(b, r, l.extra[r.ID], &keys); err != nil {
-				return nil, err
-			}
-		}
-		b = append(b, `],"events":[`...)
-		for j, e := range x.evs {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"id":`...)
-			b = AppendString(b, e.ID)
-			b = append(b, `,"lease_id":`...)
-			b = AppendString(b, e.LeaseID)
-			b = append(b, `,"event_type":`...)
-			b = AppendString(b, e.EventType)
-			b = append(b, `,"time":`...)
-			b = AppendDate(b, e.Time)
-			b = append(b, `,"status":`...)
-			b = AppendString(b, e.Status)
-			b = append(b, `,"created_at":`...)
-			b = AppendStamp(b, e.CreatedAt)
-			b = append(b, `,"updated_at":`...)
-			b = appendStampPtr(b, e.UpdatedAt)
-			b = append(b, '}')
-		}
-		b = append(b, "]}"...)
 	}
 	return append(b, ']'), nil
+}
+
+// sizeHint is a generous estimate of the rendered listing: one
+// allocation for the whole of it.
+func (l *listing) sizeHint() int { return 2 + 400*len(l.leases) + 560*l.nRes + 280*l.nEv }
+
+// appendLease appends one lease object of the listing.
+func (l *listing) appendLease(b []byte, x *listedLease, keys *keyOrder) ([]byte, error) {
+	var err error
+	b = append(b, `{"id":`...)
+	b = AppendString(b, x.l.ID)
+	b = append(b, `,"name":`...)
+	b = AppendString(b, x.l.Name)
+	b = append(b, `,"user_id":`...)
+	b = AppendString(b, x.l.UserID)
+	b = append(b, `,"project_id":`...)
+	b = AppendString(b, x.l.ProjectID)
+	b = append(b, `,"start_date":`...)
+	b = AppendDate(b, x.l.StartDate)
+	b = append(b, `,"end_date":`...)
+	b = AppendDate(b, x.l.EndDate)
+	b = append(b, `,"trust_id":`...)
+	if x.l.TrustID == "" {
+		b = append(b, "null"...)
+	} else {
+		b = AppendString(b, x.l.TrustID)
+	}
+	b = append(b, `,"status":`...)
+	b = AppendString(b, x.l.Status)
+	b = append(b, `,"degraded":`...)
+	b = strconv.AppendBool(b, x.l.Degraded)
+	b = append(b, `,"lease_type":`...)
+	b = AppendString(b, leaseType(x.l.LeaseType))
+	if x.l.Timeout != nil {
+		b = append(b, `,"timeout":`...)
+		b = strconv.AppendInt(b, int64(*x.l.Timeout), 10)
+	}
+	b = append(b, `,"created_at":`...)
+	b = AppendStamp(b, x.l.CreatedAt)
+	b = append(b, `,"updated_at":`...)
+	b = appendStampPtr(b, x.l.UpdatedAt)
+	b = append(b, `,"reservations":[`...)
+	for j, r := range x.ress {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		if b, err = appendReservation(b, r, l.extra[r.ID], keys); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, `],"events":[`...)
+	for j, e := range x.evs {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = AppendString(b, e.ID)
+		b = append(b, `,"lease_id":`...)
+		b = AppendString(b, e.LeaseID)
+		b = append(b, `,"event_type":`...)
+		b = AppendString(b, e.EventType)
+		b = append(b, `,"time":`...)
+		b = AppendDate(b, e.Time)
+		b = append(b, `,"status":`...)
+		b = AppendString(b, e.Status)
+		b = append(b, `,"created_at":`...)
+		b = AppendStamp(b, e.CreatedAt)
+		b = append(b, `,"updated_at":`...)
+		b = appendStampPtr(b, e.UpdatedAt)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...), nil
 }
 
 // The keys reservationView sets, sorted as encoding/json writes a map.

@@ -71,6 +71,8 @@ type Service struct {
 	now     func() time.Time
 	// notify is called after a commit that created or moved events.
 	notify func()
+	// listCache is the last lease listing rendered (listing_cache.go).
+	listCache listCache
 }
 
 // New returns the service. now is the clock (time.Now in production);
