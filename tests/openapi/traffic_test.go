@@ -361,13 +361,23 @@ func TestBlazarRecordedTraffic(t *testing.T) {
 	c.call("delete floating IP", admin, "DELETE", "/v1/floatingips/"+fip, "", http.StatusNoContent)
 
 	ch := newChecker(t, s)
-	for _, e := range c.log {
+	validate(ch, c.log)
+	ch.summary("recorded traffic")
+	if !t.Failed() {
+		t.Run("broken descriptions fail", func(t *testing.T) { checkBrokenDescriptions(t, c.log) })
+	}
+}
+
+// validate checks every exchange of log, then that each operation of the
+// description got a successful answer.
+func validate(ch *checker, log []*exchange) {
+	ch.t.Helper()
+	for _, e := range log {
 		ch.check(e)
 	}
-	for key := range operations(s.model) {
+	for key := range operations(ch.s.model) {
 		if ch.ok[key] == 0 {
-			t.Errorf("%s: the scenario got no successful answer from it; the description lists an operation the server may not serve", key)
+			ch.errorf("%s: the scenario got no successful answer from it; the description lists an operation the server may not serve", key)
 		}
 	}
-	ch.summary("recorded traffic")
 }
