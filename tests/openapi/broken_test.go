@@ -44,12 +44,14 @@ var breakages = []breakage{
 // checkBrokenDescriptions validates log against each broken description
 // and fails when one of them still accepts every exchange: the test
 // would not catch that mistake in the real description.
-func checkBrokenDescriptions(t *testing.T, log []*exchange) {
+// allOps also asks each operation to have a successful answer in log
+// (false for a log covering a few operations).
+func checkBrokenDescriptions(t *testing.T, log []*exchange, list []breakage, allOps bool) {
 	raw, err := os.ReadFile(blazarSpecPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range breakages {
+	for _, b := range list {
 		t.Run(b.name, func(t *testing.T) {
 			if n := strings.Count(string(raw), b.old); n != 1 {
 				t.Fatalf("the text to break occurs %d times in %s, want once: %q", n, blazarSpecPath, b.old)
@@ -67,7 +69,13 @@ func checkBrokenDescriptions(t *testing.T, log []*exchange) {
 				}
 				n++
 			}
-			validate(ch, log)
+			if allOps {
+				validate(ch, log)
+			} else {
+				for _, e := range log {
+					ch.check(e)
+				}
+			}
 			if n == 0 {
 				t.Fatalf("the recorded traffic still validates against the description broken this way")
 			}

@@ -26,6 +26,7 @@ func startServer(t *testing.T) string {
 		t.Fatal(err)
 	}
 	cfg.Database = dbtest.URL(t)
+	t.Logf("database dialect %s", dbtest.DefaultDialect())
 	cfg.Listen, cfg.PlacementListen = "127.0.0.1:0", ""
 	cfg.Auth = "noauth"
 	cfg.ShutdownTimeout = 10 * time.Second
@@ -364,7 +365,7 @@ func TestBlazarRecordedTraffic(t *testing.T) {
 	validate(ch, c.log)
 	ch.summary("recorded traffic")
 	if !t.Failed() {
-		t.Run("broken descriptions fail", func(t *testing.T) { checkBrokenDescriptions(t, c.log) })
+		t.Run("broken descriptions fail", func(t *testing.T) { checkBrokenDescriptions(t, c.log, breakages, true) })
 	}
 }
 
