@@ -358,6 +358,12 @@ func TestBlazarRecordedTraffic(t *testing.T) {
 	c.call("delete the lease of both types", admin, "DELETE", "/v1/leases/"+field(t, both, "lease.id"), "", http.StatusNoContent)
 	c.call("delete IMMEDIATE lease", member, "DELETE", "/v1/leases/"+field(t, imm, "lease.id"), "", http.StatusNoContent)
 	c.call("delete BEST-EFFORT lease", member, "DELETE", "/v1/leases/"+field(t, best, "lease.id"), "", http.StatusNoContent)
+	off := c.call("put the spare host in maintenance", admin, "PUT", "/v1/os-hosts/"+id3, `{"reservable":false}`, http.StatusOK)
+	if got := field(t, off, "host.reservable"); got != "false" {
+		t.Errorf("a host put in maintenance shows reservable %s", got)
+	}
+	c.call("make it reservable again", admin, "PUT", "/v1/os-hosts/"+id3, `{"reservable":"True"}`, http.StatusOK)
+	c.bad("malformed reservable", admin, "PUT", "/v1/os-hosts/"+id3, `{"reservable":"maybe"}`, http.StatusBadRequest)
 	c.call("delete spare host", admin, "DELETE", "/v1/os-hosts/"+id3, "", http.StatusNoContent)
 	c.call("delete floating IP", admin, "DELETE", "/v1/floatingips/"+fip, "", http.StatusNoContent)
 
