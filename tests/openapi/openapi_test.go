@@ -106,8 +106,8 @@ func TestBlazarDocument(t *testing.T) {
 		}
 	}
 	ops := operations(s.model)
-	if len(ops) < 17 {
-		t.Errorf("%d operations, want the 17 Blazar ones at least", len(ops))
+	if len(ops) < 17+len(extensionOps) {
+		t.Errorf("%d operations, want the 17 Blazar ones and the %d extensions at least", len(ops), len(extensionOps))
 	}
 	for key, op := range ops {
 		if op.OperationId == "" {
@@ -117,7 +117,21 @@ func TestBlazarDocument(t *testing.T) {
 			t.Errorf("%s lists no responses", key)
 		}
 	}
+	for _, key := range extensionOps {
+		op, ok := ops[key]
+		if !ok {
+			t.Errorf("%s: the extension is not described", key)
+			continue
+		}
+		if _, ok := op.Extensions.Get("x-leasehold"); !ok {
+			t.Errorf("%s: an operation upstream Blazar lacks is not marked x-leasehold", key)
+		}
+	}
 }
+
+// extensionOps are the operations Leasehold serves beyond upstream
+// Blazar's.
+var extensionOps = []string{"POST /v1/leases/earliest", "POST /v1/scheduler/filter"}
 
 // operations lists the description's operations by "METHOD /path".
 func operations(m *v3.Document) map[string]*v3.Operation {
