@@ -5,12 +5,17 @@
 // OpenAPI 3.1 schema. TestBlazarRecordedTraffic starts the whole service
 // (pkg/server, noauth, a fresh database) on loopback, drives it with real
 // HTTP requests through every operation the description lists (hosts,
-// properties, allocations, leases of both reservation types, floating
-// IPs, and the error answers of each), records every exchange and
+// properties, allocations, leases of the host, floating IP and instance
+// reservation types, floating IPs, and Leasehold's extensions: the
+// earliest window, forced host deletes with healing, Nova's scheduler
+// filter; and the error answers of each), records every exchange and
 // validates each request and answer against the description with
 // libopenapi-validator; an operation the scenario never got a success
 // from fails the test, so the description cannot list what the server
-// does not serve. TestBlazarErrorGolden validates every /v1 answer pinned
+// does not serve. It then validates the same traffic against copies of
+// the description each broken in one field or operation
+// (broken_test.go), each of which must fail: the check would catch such
+// a mistake. TestBlazarErrorGolden validates every /v1 answer pinned
 // in tests/blazar/testdata/errorbodies.golden (recorded from a real
 // server by tests/blazar) the same way: answers of routes the description
 // lists against their operation, answers of unknown routes and methods
@@ -63,27 +68,29 @@ func loadBlazar(t *testing.T) *spec {
 			blazarErr = err
 			return
 		}
-		doc, err := libopenapi.NewDocument(raw)
-		if err != nil {
-			blazarErr = fmt.Errorf("parse %s: %w", blazarSpecPath, err)
-			return
-		}
-		m, err := doc.BuildV3Model()
-		if err != nil {
-			blazarErr = fmt.Errorf("build %s: %w", blazarSpecPath, err)
-			return
-		}
-		v, errs := validator.NewValidator(doc, config.WithFormatAssertions())
-		if len(errs) > 0 {
-			blazarErr = fmt.Errorf("validator for %s: %v", blazarSpecPath, errs)
-			return
-		}
-		blazarSpec = &spec{doc: doc, model: &m.Model, val: v}
+		blazarSpec, blazarErr = parseSpec(raw)
 	})
 	if blazarErr != nil {
 		t.Fatal(blazarErr)
 	}
 	return blazarSpec
+}
+
+// parseSpec builds a description and its validator from its YAML text.
+func parseSpec(raw []byte) (*spec, error) {
+	doc, err := libopenapi.NewDocument(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", blazarSpecPath, err)
+	}
+	m, err := doc.BuildV3Model()
+	if err != nil {
+		return nil, fmt.Errorf("build %s: %w", blazarSpecPath, err)
+	}
+	v, errs := validator.NewValidator(doc, config.WithFormatAssertions())
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("validator for %s: %v", blazarSpecPath, errs)
+	}
+	return &spec{doc: doc, model: &m.Model, val: v}, nil
 }
 
 // TestBlazarDocument checks the description is a valid OpenAPI 3.1
@@ -99,8 +106,8 @@ func TestBlazarDocument(t *testing.T) {
 		}
 	}
 	ops := operations(s.model)
-	if len(ops) < 17 {
-		t.Errorf("%d operations, want the 17 Blazar ones at least", len(ops))
+	if len(ops) < 17+len(extensionOps) {
+		t.Errorf("%d operations, want the 17 Blazar ones and the %d extensions at least", len(ops), len(extensionOps))
 	}
 	for key, op := range ops {
 		if op.OperationId == "" {
@@ -110,7 +117,21 @@ func TestBlazarDocument(t *testing.T) {
 			t.Errorf("%s lists no responses", key)
 		}
 	}
+	for _, key := range extensionOps {
+		op, ok := ops[key]
+		if !ok {
+			t.Errorf("%s: the extension is not described", key)
+			continue
+		}
+		if _, ok := op.Extensions.Get("x-leasehold"); !ok {
+			t.Errorf("%s: an operation upstream Blazar lacks is not marked x-leasehold", key)
+		}
+	}
 }
+
+// extensionOps are the operations Leasehold serves beyond upstream
+// Blazar's.
+var extensionOps = []string{"POST /v1/leases/earliest", "POST /v1/scheduler/filter"}
 
 // operations lists the description's operations by "METHOD /path".
 func operations(m *v3.Document) map[string]*v3.Operation {
@@ -172,7 +193,10 @@ func (e *exchange) requests(base string) (*http.Request, *http.Response) {
 // checker validates exchanges against one description and counts the
 // operations they succeeded on.
 type checker struct {
-	t        *testing.T
+	t *testing.T
+	// errorf reports a mismatch (t.Errorf; a counter when a broken
+	// description is expected to fail).
+	errorf   func(format string, args ...any)
 	s        *spec
 	base     string
 	ok       map[string]int // "METHOD /path" → successful answers seen
@@ -181,7 +205,7 @@ type checker struct {
 }
 
 func newChecker(t *testing.T, s *spec) *checker {
-	return &checker{t: t, s: s, base: "http://localhost:1234", ok: map[string]int{}, statuses: map[string]int{}}
+	return &checker{t: t, errorf: t.Errorf, s: s, base: "http://localhost:1234", ok: map[string]int{}, statuses: map[string]int{}}
 }
 
 // check validates e: request and answer against the operation when the
@@ -201,7 +225,7 @@ func (c *checker) check(e *exchange) {
 		case http.StatusBadRequest, http.StatusNotAcceptable, http.StatusNotFound, http.StatusMethodNotAllowed:
 			c.schema(e, "WerkzeugError")
 		default:
-			c.t.Errorf("%s: %s %s answered %d but the description has no such operation: %v", e.name, e.method, e.path, e.status, perrs)
+			c.errorf("%s: %s %s answered %d but the description has no such operation: %v", e.name, e.method, e.path, e.status, perrs)
 		}
 		return
 	}
@@ -223,7 +247,7 @@ func (c *checker) check(e *exchange) {
 	c.checked++
 	c.statuses[fmt.Sprint(e.status)]++
 	if !ok {
-		c.t.Errorf("%s: %s %s → %d does not match %s:\n%v\nrequest body: %s\nanswer: %s",
+		c.errorf("%s: %s %s → %d does not match %s:\n%v\nrequest body: %s\nanswer: %s",
 			e.name, e.method, e.path, e.status, blazarSpecPath, verrs, e.reqBody, e.respBody)
 		return
 	}
@@ -242,7 +266,7 @@ func (c *checker) schema(e *exchange, name string) {
 	c.checked++
 	c.statuses[fmt.Sprint(e.status)]++
 	if valid, errs := schema_validation.NewSchemaValidator().ValidateSchemaBytes(sp.Schema(), e.respBody); !valid {
-		c.t.Errorf("%s: %s %s → %d: the answer is not a %s: %v\nanswer: %s", e.name, e.method, e.path, e.status, name, errs, e.respBody)
+		c.errorf("%s: %s %s → %d: the answer is not a %s: %v\nanswer: %s", e.name, e.method, e.path, e.status, name, errs, e.respBody)
 	}
 }
 
