@@ -357,7 +357,7 @@ func TestRecomputeSteps(t *testing.T) {
 		hs[4].Users = map[string]int{"B": 1}
 		hs[5].Users = map[string]int{"B": 1}
 		hs[5].Properties = map[string]string{"rack": "r2"} // h06 leaves the group
-		hs[0].Down = true                                    // and h01 goes down
+		hs[0].Down = true                                  // and h01 goes down
 		r2 := mustRecompute(t, p, hs, r1.Ownership)
 		// 4 hosts left: A (rank 1) keeps 3 (h02 h03 + one of B's), B gets 1.
 		if got := len(owned(r2.Ownership, "A")); got != 3 {
