@@ -141,6 +141,26 @@ type member struct {
 	sticky []string       // idle hosts released in step 1, least loaded first
 	prevSl map[string]int // their previous slots
 	sc     int            // cursor into sticky for other consumers
+	free   int            // released units nobody has taken yet
+}
+
+// unit is what sl slots of a host count for m: one host, or sl slots.
+func (m *member) unit(sl int) int {
+	if m.e.Partial {
+		return sl
+	}
+	return 1
+}
+
+// nextSticky returns m's next released host that is still wholly free.
+func (m *member) nextSticky(used map[string]int) string {
+	for ; m.sc < len(m.sticky); m.sc++ {
+		if h := m.sticky[m.sc]; used[h] == 0 {
+			m.sc++
+			return h
+		}
+	}
+	return ""
 }
 
 func (m *member) add(h string, n int) {
@@ -191,6 +211,8 @@ func (s *rstate) level(parent, g string, hosts []string, capy map[string]int) {
 		pos[h] = i
 	}
 	stickyTo := map[string]*member{}
+	stickyOwners := map[string][]*member{}
+	gone := map[string]bool{} // released hosts someone took
 
 	// Step 1: keep valid busy ownership (rank order, so a higher rank keeps
 	// a host two consumers claim); release idle ownership, remembered.
@@ -215,9 +237,12 @@ func (s *rstate) level(parent, g string, hosts []string, capy map[string]int) {
 				used[h] += sl
 				continue
 			}
+			// Partial owners may share a host: each remembers its part.
+			m.sticky = append(m.sticky, h)
+			m.prevSl[h] = sl
+			m.free += m.unit(sl)
+			stickyOwners[h] = append(stickyOwners[h], m)
 			if stickyTo[h] == nil {
-				m.sticky = append(m.sticky, h)
-				m.prevSl[h] = sl
 				stickyTo[h] = m
 			}
 		}
@@ -252,6 +277,12 @@ func (s *rstate) level(parent, g string, hosts []string, capy map[string]int) {
 			}
 			if n <= 0 || (!m.e.Partial && m.own[h] > 0) {
 				return
+			}
+			if used[h] == 0 && !gone[h] {
+				gone[h] = true
+				for _, o := range stickyOwners[h] {
+					o.free -= o.unit(o.prevSl[h])
+				}
 			}
 			m.add(h, n)
 			used[h] += n
@@ -288,32 +319,26 @@ func (s *rstate) level(parent, g string, hosts []string, capy map[string]int) {
 				fresh++
 			}
 		}
-		// c) idle hosts released by others, lowest rank first.
+		// c) hosts of other consumers above their recalculated ownership,
+		// lowest rank first: their idle released hosts, then (lower ranks
+		// only) their busy hosts, least workload first. Taking only from
+		// consumers above their ownership keeps the change from cascading.
 		for j := len(ms) - 1; j >= 0 && need() > 0; j-- {
 			o := ms[j]
 			if o == m {
 				continue
 			}
-			for ; o.sc < len(o.sticky) && need() > 0; o.sc++ {
-				// A partial take may leave room on the host: it is on the
-				// partly owned list from then on, free for anyone.
-				h := o.sticky[o.sc]
-				if used[h] == 0 {
+			for need() > 0 && o.have+o.free > o.target {
+				if h := o.nextSticky(used); h != "" {
 					take(h, 0, 2, fmt.Sprintf("filled from idle ownership released by %q", o.id))
-					s.why[[2]string{o.id, h}] = why{2, fmt.Sprintf("idle ownership given to higher-rank %q", m.id)}
+					s.why[[2]string{o.id, h}] = why{2, fmt.Sprintf("idle ownership given to %q", m.id)}
+					stickyTo[h] = nil
+					continue
 				}
-				stickyTo[h] = nil
-			}
-		}
-		// d) busy hosts of lower ranks above their recalculated ownership,
-		// lowest rank first, least workload first.
-		for j := len(ms) - 1; j > ci && need() > 0; j-- {
-			o := ms[j]
-			for need() > 0 && o.have > o.target {
-				h := s.leastBusy(o)
-				if h == "" {
+				if j <= ci || o.have <= o.target {
 					break
 				}
+				h := s.leastBusy(o)
 				n := o.own[h]
 				if m.e.Partial && need() < n {
 					n = need()
@@ -325,6 +350,22 @@ func (s *rstate) level(parent, g string, hosts []string, capy map[string]int) {
 				used[h] -= n
 				s.why[[2]string{o.id, h}] = why{2, fmt.Sprintf("taken by higher-rank %q", m.id)}
 				take(h, n, 2, fmt.Sprintf("taken from lower-rank %q", o.id))
+			}
+		}
+		// d) idle hosts released by anyone else, lowest rank first.
+		for j := len(ms) - 1; j >= 0 && need() > 0; j-- {
+			o := ms[j]
+			if o == m {
+				continue
+			}
+			for need() > 0 {
+				h := o.nextSticky(used)
+				if h == "" {
+					break
+				}
+				take(h, 0, 2, fmt.Sprintf("filled from idle ownership released by %q", o.id))
+				s.why[[2]string{o.id, h}] = why{2, fmt.Sprintf("idle ownership given to %q", m.id)}
+				stickyTo[h] = nil
 			}
 		}
 		// e) whole owners take the rest of partly owned hosts last.
@@ -433,15 +474,7 @@ func (s *rstate) targets(ms []*member, hosts []string, capy map[string]int) {
 
 func (s *rstate) finish() *Result {
 	r := &Result{Ownership: s.next, Shortfalls: s.short}
-	type key = [2]string
-	seen := map[key]bool{}
-	add := func(c, h string) {
-		k := key{c, h}
-		if seen[k] {
-			return
-		}
-		seen[k] = true
-		b, a := s.prev[c][h], s.next[c][h]
+	add := func(c, h string, b, a Share) {
 		if b.Slots == a.Slots && (a.Slots == 0 || a.Group == b.Group) {
 			return
 		}
@@ -449,7 +482,7 @@ func (s *rstate) finish() *Result {
 		if ch.Group == "" {
 			ch.Group = b.Group
 		}
-		if w, ok := s.why[k]; ok {
+		if w, ok := s.why[[2]string{c, h}]; ok {
 			ch.Step, ch.Reason = w.step, w.text
 		} else {
 			ch.Step, ch.Reason = 1, "dropped: the host is down or left the group, or the consumer's plan entry or its parent's ownership of the host is gone"
@@ -461,13 +494,17 @@ func (s *rstate) finish() *Result {
 		r.Changes = append(r.Changes, ch)
 	}
 	for c, hs := range s.prev {
-		for h := range hs {
-			add(c, h)
+		nx := s.next[c]
+		for h, b := range hs {
+			add(c, h, b, nx[h])
 		}
 	}
 	for c, hs := range s.next {
-		for h := range hs {
-			add(c, h)
+		pv := s.prev[c]
+		for h, a := range hs {
+			if _, ok := pv[h]; !ok {
+				add(c, h, Share{}, a)
+			}
 		}
 	}
 	sort.Slice(r.Changes, func(a, b int) bool {
