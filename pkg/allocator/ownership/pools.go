@@ -35,6 +35,8 @@ type Pool struct {
 	// Grace is the lender's grace period (lent pools): when the owner
 	// reclaims, the borrower keeps the host at least this long.
 	Grace time.Duration `json:"-"`
+	// GraceSeconds is Grace in seconds (for JSON).
+	GraceSeconds int64 `json:"grace_seconds,omitempty"`
 	// Limit is the lender's lending limit (lent pools; negative: none).
 	Limit int      `json:"limit"`
 	Hosts []string `json:"hosts"`
@@ -259,7 +261,7 @@ func (v *View) order(c string, explain bool) ([]Pool, []Refusal) {
 					where = fmt.Sprintf("the private pool of %q", lvl)
 				}
 				return Pool{Kind: KindLent, Owner: d, Level: lvl, Group: g, Preference: ix.preference(d, g),
-					Grace: e.LendGrace, Limit: ix.cons[d].LendingLimit,
+					Grace: e.LendGrace, GraceSeconds: int64(e.LendGrace / time.Second), Limit: ix.cons[d].LendingLimit,
 					Why: fmt.Sprintf("idle ownership lent by %q to %s (grace %s ≥ borrowing grace %s)", d, where, e.LendGrace, borrowGrace)}
 			}, h)
 		}
