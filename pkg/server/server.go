@@ -17,6 +17,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/blazar/events"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
+	"github.com/leasehold/leasehold/pkg/blazar/ownership"
 	"github.com/leasehold/leasehold/pkg/blazar/scheduler"
 	"github.com/leasehold/leasehold/pkg/compute"
 	"github.com/leasehold/leasehold/pkg/compute/nova"
@@ -75,6 +76,8 @@ type Server struct {
 	Mover *hostplugin.Mover
 	// Scheduler answers Nova's LeaseholdFilter (POST /v1/scheduler/filter).
 	Scheduler *scheduler.Service
+	// Ownership is the ownership policy extension (/v1/ownership).
+	Ownership *ownership.Service
 }
 
 // New opens the database (migrating unless disabled) and builds every
@@ -182,6 +185,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 
 	// Blazar: hosts, the reservation types, leases and their events.
 	s.Hosts = hosts.New(d, drv)
+	s.Ownership = ownership.New(d, s.Hosts, nil)
 	tagRules := hostRules(bc.PhysicalHost)
 	// BEST-EFFORT leases clear hosts by moving other projects' instances:
 	// Placement consumers rewritten in standalone mode, live migrations
@@ -273,6 +277,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	blazarapi.RegisterEarliest(rt, s.Leases)
 	blazarapi.RegisterHosts(rt, s.Hosts)
 	blazarapi.RegisterFloatingIPs(rt, s.Hosts)
+	blazarapi.RegisterOwnership(rt, s.Ownership)
 	blazarapi.RegisterScheduler(rt, s.Scheduler)
 	v1 := instrument("blazar", "/v1", http.StripPrefix("/v1", rt.Handler(v1Auth)))
 	mounted := instrument("placement", "", papi.Mount("/placement"))
