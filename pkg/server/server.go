@@ -186,6 +186,9 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// Blazar: hosts, the reservation types, leases and their events.
 	s.Hosts = hosts.New(d, drv)
 	s.Ownership = ownership.New(d, s.Hosts, nil)
+	if err := s.Ownership.Refresh(ctx); err != nil {
+		return nil, fmt.Errorf("ownership: %w", err)
+	}
 	tagRules := hostRules(bc.PhysicalHost)
 	// BEST-EFFORT leases clear hosts by moving other projects' instances:
 	// Placement consumers rewritten in standalone mode, live migrations
@@ -218,6 +221,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 			ClearHosts:       drv.Name() == "standalone" || canMigrate,
 			Driver:           drv.Name(),
 			Compute:          computeView,
+			Ownership:        s.Ownership,
 		}, nil),
 		floatingip.New(s.Hosts),
 		inst,
@@ -264,7 +268,9 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		obCfg.OnRun = met.ObserveOutboxRun
 	}
 	s.Outbox = outbox.NewWorker(d, handlers, obCfg, nil)
-	s.background = append(s.background, s.Events.Run, s.Outbox.Run, func(ctx context.Context) { ensureFreePool(ctx, drv) })
+	s.background = append(s.background, s.Events.Run, s.Outbox.Run, func(ctx context.Context) { ensureFreePool(ctx, drv) },
+		// Other replicas' plan writes and host changes reach the view.
+		func(ctx context.Context) { s.Ownership.RunRefresh(ctx, 10*time.Second) })
 	if cfg.Compute.Driver == config.ComputeNova && cfg.Nova.HostStatusInterval > 0 {
 		every := time.Duration(cfg.Nova.HostStatusInterval) * time.Second
 		s.background = append(s.background, func(ctx context.Context) { s.Hosts.RunComputeStatusSync(ctx, every) })

@@ -306,3 +306,50 @@ func ReclaimAt(now, start time.Time, grace time.Duration) (time.Time, bool) {
 	}
 	return start, true
 }
+
+// Order is one consumer's pool order as the host plugin uses it: a
+// request tries the first pool, then the first two, … so that it takes
+// hosts from earlier pools whenever they suffice.
+type Order struct {
+	Pools  []Pool
+	poolOf map[string]int
+	known  map[string]bool
+}
+
+// HostOrder returns c's Order.
+func (v *View) HostOrder(c string) *Order {
+	o := &Order{Pools: v.Order(c), poolOf: map[string]int{}, known: make(map[string]bool, len(v.hosts))}
+	for i, p := range o.Pools {
+		for _, h := range p.Hosts {
+			o.poolOf[h] = i
+		}
+	}
+	for _, h := range v.hosts {
+		o.known[h] = true
+	}
+	return o
+}
+
+// Stages is how many prefixes of the pools a request may try (at least 1).
+func (o *Order) Stages() int { return max(1, len(o.Pools)) }
+
+// Allows reports whether host h may be used at stage k (1-based: the
+// first k pools). A host the view does not know (registered after it was
+// built) is public: allowed at the last stage only.
+func (o *Order) Allows(k int, h string) bool {
+	if i, ok := o.poolOf[h]; ok {
+		return i < k
+	}
+	return !o.known[h] && k >= o.Stages()
+}
+
+// PoolOf returns the kind and owner of the pool h is in ("" if none).
+func (o *Order) PoolOf(h string) (kind, owner string) {
+	if i, ok := o.poolOf[h]; ok {
+		return o.Pools[i].Kind, o.Pools[i].Owner
+	}
+	if !o.known[h] {
+		return KindPublic, ""
+	}
+	return "", ""
+}

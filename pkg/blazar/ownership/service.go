@@ -9,7 +9,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -136,6 +138,7 @@ type Service struct {
 	db    *db.DB
 	hosts HostLister
 	now   func() time.Time
+	cur   atomic.Pointer[cache]
 }
 
 // New returns the service; now is the clock (nil: time.Now).
@@ -234,6 +237,9 @@ func (s *Service) store(ctx context.Context, cur *State, p Plan) (*State, error)
 			return nil, err
 		}
 		return nil, stale(cur.Generation, latest.Generation)
+	}
+	if err := s.Refresh(ctx); err != nil {
+		slog.WarnContext(ctx, "ownership: refresh the view after a write", "err", err)
 	}
 	return st, nil
 }
@@ -337,4 +343,66 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// cache is the view requests use, rebuilt by Refresh.
+type cache struct {
+	view *own.View // nil: no plan (ownership off)
+}
+
+// Refresh rebuilds the in-memory view that Pools answers from: after a
+// write here, and periodically (RunRefresh) for other replicas' writes and
+// host changes.
+func (s *Service) Refresh(ctx context.Context) error {
+	st, err := s.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if len(st.Plan.Consumers) == 0 {
+		s.cur.Store(&cache{})
+		return nil
+	}
+	pure := st.Plan.Pure()
+	list, err := s.hosts.List(ctx)
+	if err != nil {
+		return err
+	}
+	hs := make([]own.Host, 0, len(list))
+	for _, h := range list {
+		hs = append(hs, own.Host{ID: h.ID, Properties: h.ExtraCapabilities, Down: !h.Reservable})
+	}
+	v, err := own.NewView(pure, hs, st.Ownership)
+	if err != nil {
+		return err
+	}
+	s.cur.Store(&cache{view: v})
+	return nil
+}
+
+// RunRefresh refreshes the view every period until ctx ends.
+func (s *Service) RunRefresh(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
+			slog.WarnContext(ctx, "ownership: refresh the view", "err", err)
+		}
+	}
+}
+
+// HostOrder implements the host plugin's ownership hook: the pools a
+// lease of project draws from, in order, from memory (no database
+// access); nil when no plan is defined (ownership off) or the view has
+// not been built yet.
+func (s *Service) HostOrder(project string) *own.Order {
+	c := s.cur.Load()
+	if c == nil || c.view == nil {
+		return nil
+	}
+	return c.view.HostOrder(c.view.ConsumerOf(project))
 }
