@@ -54,8 +54,8 @@ func TestOwnershipAPI(t *testing.T) {
 	h := newOwnershipServer(t)
 	tests := []struct {
 		name, token, method, path, body string
-		status                           int
-		want                             string // substring of the error message
+		status                          int
+		want                            string // substring of the error message
 	}{
 		{"member may not write", "u:PA", "PUT", "/ownership/plan", twoProjectPlan, 403, "leasehold:ownership:update"},
 		{"member may not read the plan", "u:PA", "GET", "/ownership/plan", "", 403, "leasehold:ownership:get"},
