@@ -19,7 +19,12 @@ import (
 	"github.com/leasehold/leasehold/pkg/server"
 )
 
-func start(t *testing.T) *httptest.Server {
+func start(t testing.TB) *httptest.Server {
+	ts, _ := startServer(t)
+	return ts
+}
+
+func startServer(t testing.TB) (*httptest.Server, *server.Server) {
 	t.Helper()
 	cfg, err := config.Load(nil)
 	if err != nil {
@@ -34,10 +39,10 @@ func start(t *testing.T) *httptest.Server {
 	}
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
-	return ts
+	return ts, s
 }
 
-func do(t *testing.T, ts *httptest.Server, token, method, path, body string) (int, map[string]any) {
+func do(t testing.TB, ts *httptest.Server, token, method, path, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
 	if err != nil {
@@ -57,7 +62,7 @@ func do(t *testing.T, ts *httptest.Server, token, method, path, body string) (in
 }
 
 // hostOf returns the host a lease's single host reservation booked.
-func hostOf(t *testing.T, ts *httptest.Server, leaseID string) string {
+func hostOf(t testing.TB, ts *httptest.Server, leaseID string) string {
 	t.Helper()
 	status, body := do(t, ts, "admin", "GET", "/v1/os-hosts/allocations", "")
 	if status != 200 {

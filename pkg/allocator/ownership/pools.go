@@ -3,6 +3,7 @@ package ownership
 import (
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -61,6 +62,9 @@ type View struct {
 	split    map[string]string // host → consumer whose children own part of it
 	group    map[string]string // host → group (owned hosts)
 	hosts    []string          // up hosts, least loaded first
+
+	mu     sync.Mutex
+	orders map[string]*Order // HostOrder's cache
 }
 
 // NewView builds the view of ownership own (a Recompute result) over
@@ -316,8 +320,23 @@ type Order struct {
 	known  map[string]bool
 }
 
-// HostOrder returns c's Order.
+// HostOrder returns c's Order, computed once per consumer (a View never
+// changes; the lease path asks for the same consumers again and again).
 func (v *View) HostOrder(c string) *Order {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if o, ok := v.orders[c]; ok {
+		return o
+	}
+	if v.orders == nil {
+		v.orders = map[string]*Order{}
+	}
+	o := v.hostOrder(c)
+	v.orders[c] = o
+	return o
+}
+
+func (v *View) hostOrder(c string) *Order {
 	o := &Order{Pools: v.Order(c), poolOf: map[string]int{}, known: make(map[string]bool, len(v.hosts))}
 	for i, p := range o.Pools {
 		for _, h := range p.Hosts {
