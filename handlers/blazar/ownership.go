@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -127,7 +128,15 @@ func (h *ownershipHandlers) computed(w http.ResponseWriter, r *http.Request) err
 	if err := authorize(r.Context(), "leasehold:ownership:get", ""); err != nil {
 		return err
 	}
+	start, end, err := window(r)
+	if err != nil {
+		return err
+	}
 	st, err := h.svc.Get(r.Context())
+	if err != nil {
+		return err
+	}
+	loans, err := h.svc.Loans(r.Context(), start, end)
 	if err != nil {
 		return err
 	}
@@ -157,7 +166,39 @@ func (h *ownershipHandlers) computed(w http.ResponseWriter, r *http.Request) err
 	}
 	return WriteJSON(w, http.StatusOK, map[string]any{"ownership": map[string]any{
 		"generation": st.Generation, "hosts": nonNilSlice(hostsOut), "report": reportView(st), "updated_at": stampPtr(st.UpdatedAt),
+		"window": map[string]string{"start_date": start.Format(time.RFC3339), "end_date": end.Format(time.RFC3339)},
+		"loans":  loans,
 	}})
+}
+
+// window reads ?start_date=&end_date= (Blazar's "YYYY-MM-DD HH:MM" or
+// RFC 3339; default: now, one second), the window loans are listed for.
+func window(r *http.Request) (time.Time, time.Time, error) {
+	parse := func(name string, def time.Time) (time.Time, error) {
+		v := r.URL.Query().Get(name)
+		if v == "" {
+			return def, nil
+		}
+		for _, layout := range []string{"2006-01-02 15:04", time.RFC3339} {
+			if t, err := time.Parse(layout, v); err == nil {
+				return t.UTC(), nil
+			}
+		}
+		return time.Time{}, errs.BadRequestf("%s %q is not a date (YYYY-MM-DD HH:MM or RFC 3339).", name, v)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	start, err := parse("start_date", now)
+	if err != nil {
+		return start, start, err
+	}
+	end, err := parse("end_date", start.Add(time.Second))
+	if err != nil {
+		return start, end, err
+	}
+	if !end.After(start) {
+		return start, end, errs.BadRequestf("end_date must be after start_date.")
+	}
+	return start, end, nil
 }
 
 func depthOf(p ownership.Plan) map[string]int {

@@ -53,6 +53,8 @@ func TestOpenAPI(t *testing.T) {
 		{"admin", "PUT", "/v1/ownership/consumers/q/groups/g", `{"generation": 4, "amount": 1}`, 400},
 		{"admin", "POST", "/v1/ownership/recompute", `{"generation": 4}`, 200},
 		{"admin", "GET", "/v1/ownership", "", 200},
+		{"admin", "GET", "/v1/ownership?start_date=2099-01-01%2000:00&end_date=2099-01-02%2000:00", "", 200},
+		{"admin", "GET", "/v1/ownership?start_date=tomorrow", "", 400},
 		{"u:PA", "GET", "/v1/ownership/projects/PA", "", 200},
 		{"u:PA", "GET", "/v1/ownership/projects/PB", "", 403},
 		{"u:PA", "POST", "/v1/ownership/explain", `{"project_id": "PA"}`, 200},

@@ -152,6 +152,23 @@ func TestOwnedThenPrivateThenPublic(t *testing.T) {
 	if contains(got, bHost) || bHost == "" {
 		t.Fatalf("borrowed host %s is one PA already had: %v", bHost, got)
 	}
+	// The computed view shows the loan over the window, and none now.
+	status, body = do(t, ts, "admin", "GET", "/v1/ownership?start_date=2099-01-01%2000:00&end_date=2099-01-02%2000:00", "")
+	if status != 200 {
+		t.Fatalf("ownership over the window: %d %v", status, body)
+	}
+	loans := body["ownership"].(map[string]any)["loans"].([]any)
+	if len(loans) != 1 {
+		t.Fatalf("loans = %v", loans)
+	}
+	l := loans[0].(map[string]any)
+	if l["host"] != bHost || l["owner"] != "b" || l["project_id"] != "PA" || l["borrower"] != "a" {
+		t.Fatalf("loan = %v", l)
+	}
+	_, body = do(t, ts, "admin", "GET", "/v1/ownership", "")
+	if loans := body["ownership"].(map[string]any)["loans"].([]any); len(loans) != 0 {
+		t.Fatalf("loans now = %v", loans)
+	}
 }
 
 func contains(s []string, x string) bool {

@@ -406,3 +406,83 @@ func (s *Service) HostOrder(project string) *own.Order {
 	}
 	return c.view.HostOrder(c.view.ConsumerOf(project))
 }
+
+// Loan is a host one consumer holds that a lease of another project uses
+// (lent capacity, borrowed).
+type Loan struct {
+	Host      string    `json:"host"`
+	Owner     string    `json:"owner"`
+	LeaseID   string    `json:"lease_id"`
+	ProjectID string    `json:"project_id"`
+	Borrower  string    `json:"borrower,omitempty"`
+	Start     time.Time `json:"start_date"`
+	End       time.Time `json:"end_date"`
+}
+
+// Loans lists the bookings over [start, end) of hosts whose holder (the
+// deepest consumer owning the whole host) is neither the booking
+// project's consumer nor one of its ancestors: what is lent and borrowed
+// over that window.
+func (s *Service) Loans(ctx context.Context, start, end time.Time) ([]Loan, error) {
+	st, err := s.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pure := st.Plan.Pure()
+	parent, consumerOf := map[string]string{}, map[string]string{}
+	for _, c := range pure.Consumers {
+		parent[c.ID] = c.Parent
+		if c.Project != "" {
+			consumerOf[c.Project] = c.ID
+		}
+	}
+	// The holder of each host: the deepest consumer owning all of it.
+	holder := map[string]string{}
+	depth := func(c string) int {
+		d := 0
+		for x := parent[c]; x != ""; x = parent[x] {
+			d++
+		}
+		return d
+	}
+	for c, hs := range st.Ownership {
+		for h := range hs {
+			if cur, ok := holder[h]; !ok || depth(c) > depth(cur) {
+				holder[h] = c
+			}
+		}
+	}
+	var rows []struct {
+		HostID    string
+		LeaseID   string
+		ProjectID string
+		StartDate time.Time
+		EndDate   time.Time
+	}
+	err = s.db.WithContext(ctx).Raw(`SELECT a.compute_host_id AS host_id, l.id AS lease_id, l.project_id AS project_id, a.start_date AS start_date, a.end_date AS end_date
+ FROM computehost_allocations a JOIN reservations r ON r.id = a.reservation_id JOIN leases l ON l.id = r.lease_id
+ WHERE a.start_date < ? AND a.end_date > ? ORDER BY a.compute_host_id, a.start_date`, end.UTC(), start.UTC()).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("read bookings: %w", err)
+	}
+	out := []Loan{}
+	for _, r := range rows {
+		owner, ok := holder[r.HostID]
+		if !ok {
+			continue
+		}
+		b := consumerOf[r.ProjectID]
+		mine := false
+		for x := b; x != ""; x = parent[x] {
+			if x == owner {
+				mine = true
+				break
+			}
+		}
+		if !mine {
+			out = append(out, Loan{Host: r.HostID, Owner: owner, LeaseID: r.LeaseID, ProjectID: r.ProjectID, Borrower: b,
+				Start: r.StartDate.UTC(), End: r.EndDate.UTC()})
+		}
+	}
+	return out, nil
+}

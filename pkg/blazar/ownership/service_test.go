@@ -101,6 +101,10 @@ func TestServiceGenerations(t *testing.T) {
 			if ok != 1 || conflicts != 1 {
 				t.Fatalf("%d succeeded, %d conflicted; want 1 and 1", ok, conflicts)
 			}
+			// The loans query runs on this dialect (no bookings: none).
+			if loans, err := s.Loans(ctx, now, now.Add(time.Hour)); err != nil || len(loans) != 0 {
+				t.Fatalf("Loans = %v, %v", loans, err)
+			}
 			ex, err := s.Explain(ctx, "PB")
 			if err != nil {
 				t.Fatal(err)
