@@ -187,7 +187,9 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	s.Hosts = hosts.New(d, drv)
 	s.Ownership = ownership.New(d, s.Hosts, nil)
 	if err := s.Ownership.Refresh(ctx); err != nil {
-		return nil, fmt.Errorf("ownership: %w", err)
+		// Ownership stays off until a refresh succeeds (a schema without
+		// migration 0010 must not stop the rest of the service).
+		slog.WarnContext(ctx, "ownership: build the view", "err", err)
 	}
 	tagRules := hostRules(bc.PhysicalHost)
 	// BEST-EFFORT leases clear hosts by moving other projects' instances:
