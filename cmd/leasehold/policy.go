@@ -28,6 +28,8 @@ func writePolicySample(w io.Writer) error {
 	return policy.WriteSample(w,
 		policy.Section{Title: "Blazar (reservation) API, /v1", Rules: policy.BlazarRules(),
 			NewDefaults: "[oslo_policy] enforce_new_defaults is true (the default)"},
+		policy.Section{Title: "Ownership policy (Leasehold extension), /v1/ownership", Rules: policy.OwnershipRules(),
+			NewDefaults: "[oslo_policy] enforce_new_defaults is true (the default)"},
 		policy.Section{Title: "Placement API", Rules: policy.PlacementRules(),
 			NewDefaults: "[placement] policy_mode is secure (legacy is the default)"},
 		policy.Section{Title: "Metrics on the main listener ([metrics] on_main)", Rules: []policy.Rule{metrics.PolicyRule()},

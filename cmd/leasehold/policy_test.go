@@ -53,7 +53,7 @@ func TestPolicySampleContent(t *testing.T) {
 			uncommented.WriteString(line[1:] + "\n")
 		}
 	}
-	all := append(append(policy.BlazarRules(), policy.PlacementRules()...), metrics.PolicyRule())
+	all := append(append(append(policy.BlazarRules(), policy.OwnershipRules()...), policy.PlacementRules()...), metrics.PolicyRule())
 	flat := strings.ReplaceAll(text, "\n# ", " ") // comments are wrapped
 	for _, r := range all {
 		if !strings.Contains(flat, r.Description) {

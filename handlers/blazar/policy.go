@@ -20,9 +20,9 @@ func PolicyOptions(base policy.Options) policy.Options {
 }
 
 // NewEnforcer builds Blazar's enforcer from the [oslo_policy] settings
-// and policy file in base.
+// and policy file in base, with the ownership extension's rules.
 func NewEnforcer(base policy.Options) (*policy.Enforcer, error) {
-	return policy.New(policy.BlazarRules(), PolicyOptions(base))
+	return policy.New(append(policy.BlazarRules(), policy.OwnershipRules()...), PolicyOptions(base))
 }
 
 // defaultEnforcer is Blazar's defaults with new defaults enforced and no

@@ -28,7 +28,7 @@ type Policy struct{ enf *policy.Enforcer }
 func NewEnforcer(mode string, base policy.Options) (*policy.Enforcer, error) {
 	base.ImpliedRoles = nil // Placement matches the token's roles as given
 	base.DefaultRule = ""   // an unregistered action is refused
-	base.Foreign = policy.BlazarRules()
+	base.Foreign = append(policy.BlazarRules(), policy.OwnershipRules()...)
 	switch mode {
 	case "legacy":
 		base.EnforceNewDefaults, base.EnforceScope = false, false

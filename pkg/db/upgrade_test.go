@@ -13,6 +13,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
+	"github.com/leasehold/leasehold/pkg/blazar/ownership"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 	"github.com/leasehold/leasehold/pkg/outbox"
@@ -312,6 +313,28 @@ var upgradeFixtures = []upgradeFixture{
 			// timeout.
 			if v, err := svc.Get(context.Background(), leases.Caller{Admin: true}, upLease); err == nil && (v.LeaseType != "SCHEDULE" || v.Timeout != nil) {
 				t.Errorf("older lease kind = %s, timeout %v; want SCHEDULE, none", v.LeaseType, v.Timeout)
+			}
+		},
+	},
+	{
+		name: "ownership", since: "0010_ownership",
+		write: func(t *testing.T, d *db.DB, _ map[string]bool) {
+			mustExec(t, d, `UPDATE ownership_plans SET generation = 5, plan = ?, ownership = ?, report = '{}', updated_at = ? WHERE id = 1`,
+				`{"consumers":[{"id":"dom","rank":1,"borrow_grace_seconds":0,"lending_limit":null}],"groups":[{"name":"all","properties":{"rack":"r1"}}],"entries":[{"consumer":"dom","group":"all","amount":1}]}`,
+				`{"dom":{"1":{"group":"all","slots":1}}}`, upUpdated)
+		},
+		check: func(t *testing.T, d *db.DB) {
+			svc := ownership.New(d, hosts.New(d, nil), nil)
+			st, err := svc.Get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Generation != 5 || len(st.Plan.Consumers) != 1 || st.Plan.Consumers[0].ID != "dom" || st.Ownership["dom"]["1"].Group != "all" {
+				t.Errorf("ownership state = %+v", st)
+			}
+			// The upgraded plan takes edits at its generation.
+			if _, err := svc.Update(context.Background(), 5, func(p *ownership.Plan) error { p.Entries[0].Amount = 0; return nil }); err != nil {
+				t.Errorf("update the upgraded plan: %v", err)
 			}
 		},
 	},

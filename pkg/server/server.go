@@ -17,6 +17,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/blazar/events"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
+	"github.com/leasehold/leasehold/pkg/blazar/ownership"
 	"github.com/leasehold/leasehold/pkg/blazar/scheduler"
 	"github.com/leasehold/leasehold/pkg/compute"
 	"github.com/leasehold/leasehold/pkg/compute/nova"
@@ -75,6 +76,8 @@ type Server struct {
 	Mover *hostplugin.Mover
 	// Scheduler answers Nova's LeaseholdFilter (POST /v1/scheduler/filter).
 	Scheduler *scheduler.Service
+	// Ownership is the ownership policy extension (/v1/ownership).
+	Ownership *ownership.Service
 }
 
 // New opens the database (migrating unless disabled) and builds every
@@ -182,6 +185,12 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 
 	// Blazar: hosts, the reservation types, leases and their events.
 	s.Hosts = hosts.New(d, drv)
+	s.Ownership = ownership.New(d, s.Hosts, nil)
+	if err := s.Ownership.Refresh(ctx); err != nil {
+		// Ownership stays off until a refresh succeeds (a schema without
+		// migration 0010 must not stop the rest of the service).
+		slog.WarnContext(ctx, "ownership: build the view", "err", err)
+	}
 	tagRules := hostRules(bc.PhysicalHost)
 	// BEST-EFFORT leases clear hosts by moving other projects' instances:
 	// Placement consumers rewritten in standalone mode, live migrations
@@ -214,6 +223,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 			ClearHosts:       drv.Name() == "standalone" || canMigrate,
 			Driver:           drv.Name(),
 			Compute:          computeView,
+			Ownership:        s.Ownership,
 		}, nil),
 		floatingip.New(s.Hosts),
 		inst,
@@ -260,7 +270,9 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		obCfg.OnRun = met.ObserveOutboxRun
 	}
 	s.Outbox = outbox.NewWorker(d, handlers, obCfg, nil)
-	s.background = append(s.background, s.Events.Run, s.Outbox.Run, func(ctx context.Context) { ensureFreePool(ctx, drv) })
+	s.background = append(s.background, s.Events.Run, s.Outbox.Run, func(ctx context.Context) { ensureFreePool(ctx, drv) },
+		// Other replicas' plan writes and host changes reach the view.
+		func(ctx context.Context) { s.Ownership.RunRefresh(ctx, 10*time.Second) })
 	if cfg.Compute.Driver == config.ComputeNova && cfg.Nova.HostStatusInterval > 0 {
 		every := time.Duration(cfg.Nova.HostStatusInterval) * time.Second
 		s.background = append(s.background, func(ctx context.Context) { s.Hosts.RunComputeStatusSync(ctx, every) })
@@ -273,6 +285,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	blazarapi.RegisterEarliest(rt, s.Leases)
 	blazarapi.RegisterHosts(rt, s.Hosts)
 	blazarapi.RegisterFloatingIPs(rt, s.Hosts)
+	blazarapi.RegisterOwnership(rt, s.Ownership)
 	blazarapi.RegisterScheduler(rt, s.Scheduler)
 	v1 := instrument("blazar", "/v1", http.StripPrefix("/v1", rt.Handler(v1Auth)))
 	mounted := instrument("placement", "", papi.Mount("/placement"))

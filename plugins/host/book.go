@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/allocator"
+	"github.com/leasehold/leasehold/pkg/allocator/ownership"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/plugins"
 )
@@ -162,6 +163,8 @@ type choice struct {
 	// planned instance moves (PrepareClearing).
 	busyNow map[string]string
 	moves   []move
+	// order is the project's ownership pools (nil: ownership off).
+	order *ownership.Order
 }
 
 // Prepare implements plugins.Preparer: the hosts of a new reservation,
@@ -180,6 +183,9 @@ func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, r plugins.Req
 		if c.busyNow, err = p.busyNow(ctx, p.db, lease.ProjectID); err != nil {
 			return nil, err
 		}
+	}
+	if p.cfg.Ownership != nil {
+		c.order = p.cfg.Ownership.HostOrder(lease.ProjectID)
 	}
 	if err := p.chooseNew(c, nil, fresh); err != nil {
 		return nil, err
@@ -217,7 +223,7 @@ func (p *Plugin) chooseNew(c *choice, excluded map[string]bool, fresh bool) erro
 		// The lease's earlier reservations count in the spread.
 		req.UsedDomains = p.idx.domainsOf(slices.Sorted(maps.Keys(c.taken)))
 	}
-	dec, err := p.idx.choose(p.cfg.Rules, req, match)
+	dec, err := p.chooseByPool(c.order, req, match)
 	var ne *allocator.NotEnoughHostsError
 	if errors.As(err, &ne) && !fresh {
 		err = fmt.Errorf("%w: %w", plugins.ErrStale, err)

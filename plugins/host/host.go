@@ -109,6 +109,9 @@ type Config struct {
 	// are read: whether a host is busy now with another project's
 	// servers, and the scavenger hunt's hosts and instances (nova.go).
 	Compute ComputeView
+	// Ownership, when set, restricts and orders a project's hosts by the
+	// ownership policy's pools; nil: ownership is off.
+	Ownership Ownership
 }
 
 // Plugin implements plugins.Plugin for physical:host.

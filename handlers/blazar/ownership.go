@@ -1,0 +1,456 @@
+package blazar
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/leasehold/leasehold/pkg/auth"
+	"github.com/leasehold/leasehold/pkg/blazar/ownership"
+	"github.com/leasehold/leasehold/pkg/errs"
+)
+
+// RegisterOwnership adds /v1/ownership, Leasehold's ownership policy
+// extension (etc/openapi/ownership.yaml). Blazar's own routes are not
+// touched; clients that ignore the extension see no difference.
+func RegisterOwnership(rt *Router, svc *ownership.Service) {
+	h := &ownershipHandlers{svc: svc}
+	rt.Handle(http.MethodGet, "/ownership", h.computed)
+	rt.Handle(http.MethodGet, "/ownership/plan", h.getPlan)
+	rt.Handle(http.MethodPut, "/ownership/plan", h.putPlan)
+	rt.Handle(http.MethodPost, "/ownership/recompute", h.recompute)
+	rt.Handle(http.MethodPut, "/ownership/consumers/{consumer_id}", h.putConsumer)
+	rt.Handle(http.MethodDelete, "/ownership/consumers/{consumer_id}", h.deleteConsumer)
+	rt.Handle(http.MethodPut, "/ownership/groups/{group_name}", h.putGroup)
+	rt.Handle(http.MethodDelete, "/ownership/groups/{group_name}", h.deleteGroup)
+	rt.Handle(http.MethodPut, "/ownership/consumers/{consumer_id}/groups/{group_name}", h.putEntry)
+	rt.Handle(http.MethodDelete, "/ownership/consumers/{consumer_id}/groups/{group_name}", h.deleteEntry)
+	rt.Handle(http.MethodGet, "/ownership/projects/{project_id}", h.project)
+	rt.Handle(http.MethodPost, "/ownership/explain", h.explain)
+}
+
+type ownershipHandlers struct {
+	svc *ownership.Service
+}
+
+// decodeStrict reads a JSON object body into dst, refusing unknown fields
+// (an extension has no upstream quirks to tolerate).
+func decodeStrict(r *http.Request, dst any) error {
+	var raw json.RawMessage
+	if err := DecodeBody(r, &raw); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return errs.BadRequestf("Invalid request body: %s", err)
+	}
+	return nil
+}
+
+// generation is the plan generation a write is based on.
+type generation struct {
+	Generation *int64 `json:"generation"`
+}
+
+func (g generation) get() (int64, error) {
+	if g.Generation == nil {
+		return 0, errs.BadRequestf("The request must give the plan's generation (read it with GET /v1/ownership/plan).")
+	}
+	return *g.Generation, nil
+}
+
+// queryGeneration reads ?generation=N (deletes have no body).
+func queryGeneration(r *http.Request) (int64, error) {
+	s := r.URL.Query().Get("generation")
+	if s == "" {
+		return 0, errs.BadRequestf("The request must give the plan's generation as ?generation=N (read it with GET /v1/ownership/plan).")
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, errs.BadRequestf("generation %q is not an integer.", s)
+	}
+	return n, nil
+}
+
+func planView(st *ownership.State) map[string]any {
+	p := st.Plan
+	return map[string]any{
+		"generation": st.Generation,
+		"consumers":  nonNilSlice(p.Consumers),
+		"groups":     nonNilSlice(p.Groups),
+		"entries":    nonNilSlice(p.Entries),
+		"updated_at": stampPtr(st.UpdatedAt),
+	}
+}
+
+func reportView(st *ownership.State) map[string]any {
+	return map[string]any{
+		"changes":     nonNilSlice(st.Report.Changes),
+		"shortfalls":  nonNilSlice(st.Report.Shortfalls),
+		"moved_hosts": st.Report.MovedHosts,
+	}
+}
+
+func nonNilSlice[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func (h *ownershipHandlers) write(w http.ResponseWriter, r *http.Request, gen int64, edit func(*ownership.Plan) error) error {
+	st, err := h.svc.Update(r.Context(), gen, edit)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, map[string]any{"plan": planView(st), "report": reportView(st)})
+}
+
+func (h *ownershipHandlers) getPlan(w http.ResponseWriter, r *http.Request) error {
+	if err := authorize(r.Context(), "leasehold:ownership:get", ""); err != nil {
+		return err
+	}
+	st, err := h.svc.Get(r.Context())
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, map[string]any{"plan": planView(st)})
+}
+
+func (h *ownershipHandlers) computed(w http.ResponseWriter, r *http.Request) error {
+	if err := authorize(r.Context(), "leasehold:ownership:get", ""); err != nil {
+		return err
+	}
+	start, end, err := window(r)
+	if err != nil {
+		return err
+	}
+	st, err := h.svc.Get(r.Context())
+	if err != nil {
+		return err
+	}
+	loans, err := h.svc.Loans(r.Context(), start, end)
+	if err != nil {
+		return err
+	}
+	// Per host, its owners from the top of the tree down.
+	type owner struct {
+		Consumer string `json:"consumer"`
+		Group    string `json:"group"`
+		Slots    int    `json:"slots"`
+	}
+	byHost := map[string][]owner{}
+	for c, hs := range st.Ownership {
+		for hid, sh := range hs {
+			byHost[hid] = append(byHost[hid], owner{c, sh.Group, sh.Slots})
+		}
+	}
+	depth := depthOf(st.Plan)
+	var hostsOut []map[string]any
+	for _, hid := range sortedKeys(byHost) {
+		os := byHost[hid]
+		slices.SortFunc(os, func(a, b owner) int {
+			if d := depth[a.Consumer] - depth[b.Consumer]; d != 0 {
+				return d
+			}
+			return cmpString(a.Consumer, b.Consumer)
+		})
+		hostsOut = append(hostsOut, map[string]any{"host": hid, "owners": os})
+	}
+	return WriteJSON(w, http.StatusOK, map[string]any{"ownership": map[string]any{
+		"generation": st.Generation, "hosts": nonNilSlice(hostsOut), "report": reportView(st), "updated_at": stampPtr(st.UpdatedAt),
+		"window": map[string]string{"start_date": start.Format(time.RFC3339), "end_date": end.Format(time.RFC3339)},
+		"loans":  loans,
+	}})
+}
+
+// window reads ?start_date=&end_date= (Blazar's "YYYY-MM-DD HH:MM" or
+// RFC 3339; default: now, one second), the window loans are listed for.
+func window(r *http.Request) (time.Time, time.Time, error) {
+	parse := func(name string, def time.Time) (time.Time, error) {
+		v := r.URL.Query().Get(name)
+		if v == "" {
+			return def, nil
+		}
+		for _, layout := range []string{"2006-01-02 15:04", time.RFC3339} {
+			if t, err := time.Parse(layout, v); err == nil {
+				return t.UTC(), nil
+			}
+		}
+		return time.Time{}, errs.BadRequestf("%s %q is not a date (YYYY-MM-DD HH:MM or RFC 3339).", name, v)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	start, err := parse("start_date", now)
+	if err != nil {
+		return start, start, err
+	}
+	end, err := parse("end_date", start.Add(time.Second))
+	if err != nil {
+		return start, end, err
+	}
+	if !end.After(start) {
+		return start, end, errs.BadRequestf("end_date must be after start_date.")
+	}
+	return start, end, nil
+}
+
+func depthOf(p ownership.Plan) map[string]int {
+	parent := map[string]string{}
+	for _, c := range p.Consumers {
+		parent[c.ID] = c.ParentID
+	}
+	out := map[string]int{}
+	for _, c := range p.Consumers {
+		d := 0
+		for x := c.ParentID; x != "" && d <= len(p.Consumers); x = parent[x] {
+			d++
+		}
+		out[c.ID] = d
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (h *ownershipHandlers) putPlan(w http.ResponseWriter, r *http.Request) error {
+	if err := authorize(r.Context(), "leasehold:ownership:update", ""); err != nil {
+		return err
+	}
+	var body struct {
+		generation
+		ownership.Plan
+	}
+	if err := decodeStrict(r, &body); err != nil {
+		return err
+	}
+	gen, err := body.get()
+	if err != nil {
+		return err
+	}
+	return h.write(w, r, gen, func(p *ownership.Plan) error { *p = body.Plan; return nil })
+}
+
+func (h *ownershipHandlers) recompute(w http.ResponseWriter, r *http.Request) error {
+	if err := authorize(r.Context(), "leasehold:ownership:update", ""); err != nil {
+		return err
+	}
+	var body generation
+	if err := decodeStrict(r, &body); err != nil {
+		return err
+	}
+	gen, err := body.get()
+	if err != nil {
+		return err
+	}
+	return h.write(w, r, gen, func(*ownership.Plan) error { return nil })
+}
+
+func (h *ownershipHandlers) putConsumer(w http.ResponseWriter, r *http.Request) error {
+	if err := authorize(r.Context(), "leasehold:ownership:update", ""); err != nil {
+		return err
+	}
+	id := chi.URLParam(r, "consumer_id")
+	var body struct {
+		generation
+		ParentID           string `json:"parent_id"`
+		Rank               int    `json:"rank"`
+		ProjectID          string `json:"project_id"`
+		BorrowGraceSeconds int64  `json:"borrow_grace_seconds"`
+		LendingLimit       *int   `json:"lending_limit"`
+	}
+	if err := decodeStrict(r, &body); err != nil {
+		return err
+	}
+	gen, err := body.get()
+	if err != nil {
+		return err
+	}
+	c := ownership.Consumer{ID: id, ParentID: body.ParentID, Rank: body.Rank, ProjectID: body.ProjectID,
+		BorrowGraceSeconds: body.BorrowGraceSeconds, LendingLimit: body.LendingLimit}
+	return h.write(w, r, gen, func(p *ownership.Plan) error {
+		if i := slices.IndexFunc(p.Consumers, func(x ownership.Consumer) bool { return x.ID == id }); i >= 0 {
+			p.Consumers[i] = c
+		} else {
+			p.Consumers = append(p.Consumers, c)
+		}
+		return nil
+	})
+}
+
+func (h *ownershipHandlers) deleteConsumer(w http.ResponseWriter, r *http.Request) error {
+	if err := authorize(r.Context(), "leasehold:ownership:update", ""); err != nil {
+		return err
+	}
+	id := chi.URLParam(r, "consumer_id")
+	gen, err := queryGeneration(r)
+	if err != nil {
+		return err
+	}
+	return h.write(w, r, gen, func(p *ownership.Plan) error {
+		i := slices.IndexFunc(p.Consumers, func(x ownership.Consumer) bool { return x.ID == id })
+		if i < 0 {
+			return errs.NotFoundf("Consumer %s not found.", id)
+		}
+		for _, c := range p.Consumers {
+			if c.ParentID == id {
+				return errs.Conflictf("Consumer %s has children (%s among them): delete or move them first.", id, c.ID)
+			}
+		}
+		p.Consumers = slices.Delete(p.Consumers, i, i+1)
+		p.Entries = slices.DeleteFunc(p.Entries, func(e ownership.Entry) bool { return e.Consumer == id })
+		return nil
+	})
+}
+
+func (h *ownershipHandlers) putGroup(w http.ResponseWriter, r *http.Request) error {
+	if err := authorize(r.Context(), "leasehold:ownership:update", ""); err != nil {
+		return err
+	}
+	name := chi.URLParam(r, "group_name")
+	var body struct {
+		generation
+		Hosts      []string          `json:"hosts"`
+		Properties map[string]string `json:"properties"`
+	}
+	if err := decodeStrict(r, &body); err != nil {
+		return err
+	}
+	gen, err := body.get()
+	if err != nil {
+		return err
+	}
+	g := ownership.Group{Name: name, Hosts: body.Hosts, Properties: body.Properties}
+	return h.write(w, r, gen, func(p *ownership.Plan) error {
+		if i := slices.IndexFunc(p.Groups, func(x ownership.Group) bool { return x.Name == name }); i >= 0 {
+			p.Groups[i] = g
+		} else {
+			p.Groups = append(p.Groups, g)
+		}
+		return nil
+	})
+}
+
+func (h *ownershipHandlers) deleteGroup(w http.ResponseWriter, r *http.Request) error {
+	if err := authorize(r.Context(), "leasehold:ownership:update", ""); err != nil {
+		return err
+	}
+	name := chi.URLParam(r, "group_name")
+	gen, err := queryGeneration(r)
+	if err != nil {
+		return err
+	}
+	return h.write(w, r, gen, func(p *ownership.Plan) error {
+		i := slices.IndexFunc(p.Groups, func(x ownership.Group) bool { return x.Name == name })
+		if i < 0 {
+			return errs.NotFoundf("Resource group %s not found.", name)
+		}
+		p.Groups = slices.Delete(p.Groups, i, i+1)
+		p.Entries = slices.DeleteFunc(p.Entries, func(e ownership.Entry) bool { return e.Group == name })
+		return nil
+	})
+}
+
+func (h *ownershipHandlers) putEntry(w http.ResponseWriter, r *http.Request) error {
+	if err := authorize(r.Context(), "leasehold:ownership:update", ""); err != nil {
+		return err
+	}
+	id, name := chi.URLParam(r, "consumer_id"), chi.URLParam(r, "group_name")
+	var body struct {
+		generation
+		Amount           int     `json:"amount"`
+		Partial          bool    `json:"partial"`
+		Preference       int     `json:"preference"`
+		ShareRatio       float64 `json:"share_ratio"`
+		Lend             bool    `json:"lend"`
+		LendGraceSeconds int64   `json:"lend_grace_seconds"`
+		Reclaim          bool    `json:"reclaim"`
+	}
+	if err := decodeStrict(r, &body); err != nil {
+		return err
+	}
+	gen, err := body.get()
+	if err != nil {
+		return err
+	}
+	e := ownership.Entry{Consumer: id, Group: name, Amount: body.Amount, Partial: body.Partial, Preference: body.Preference,
+		ShareRatio: body.ShareRatio, Lend: body.Lend, LendGraceSeconds: body.LendGraceSeconds, Reclaim: body.Reclaim}
+	return h.write(w, r, gen, func(p *ownership.Plan) error {
+		if i := slices.IndexFunc(p.Entries, func(x ownership.Entry) bool { return x.Consumer == id && x.Group == name }); i >= 0 {
+			p.Entries[i] = e
+		} else {
+			p.Entries = append(p.Entries, e)
+		}
+		return nil
+	})
+}
+
+func (h *ownershipHandlers) deleteEntry(w http.ResponseWriter, r *http.Request) error {
+	if err := authorize(r.Context(), "leasehold:ownership:update", ""); err != nil {
+		return err
+	}
+	id, name := chi.URLParam(r, "consumer_id"), chi.URLParam(r, "group_name")
+	gen, err := queryGeneration(r)
+	if err != nil {
+		return err
+	}
+	return h.write(w, r, gen, func(p *ownership.Plan) error {
+		i := slices.IndexFunc(p.Entries, func(x ownership.Entry) bool { return x.Consumer == id && x.Group == name })
+		if i < 0 {
+			return errs.NotFoundf("Consumer %s has no plan entry for resource group %s.", id, name)
+		}
+		p.Entries = slices.Delete(p.Entries, i, i+1)
+		return nil
+	})
+}
+
+func (h *ownershipHandlers) explainFor(ctx context.Context, w http.ResponseWriter, project string) error {
+	if project == "" {
+		project = auth.FromContext(ctx).ProjectID
+	}
+	if err := authorize(ctx, "leasehold:ownership:get_project", project); err != nil {
+		return err
+	}
+	ex, err := h.svc.Explain(ctx, project)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, map[string]any{"explanation": ex})
+}
+
+func (h *ownershipHandlers) project(w http.ResponseWriter, r *http.Request) error {
+	return h.explainFor(r.Context(), w, chi.URLParam(r, "project_id"))
+}
+
+func (h *ownershipHandlers) explain(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		ProjectID string `json:"project_id"`
+	}
+	if err := decodeStrict(r, &body); err != nil {
+		return err
+	}
+	return h.explainFor(r.Context(), w, body.ProjectID)
+}
