@@ -55,9 +55,22 @@ func (p *Plugin) startsNow(lease plugins.Lease) bool {
 // g outside any transaction (Prepare): one probe per host's provider,
 // which stops at its first such allocation (the index on allocations'
 // provider, then consumers by uuid), however many instances run.
+//
+// With a compute service it asks the compute service; when that cannot
+// answer (Nova down or frozen) the lease is still taken, as with any
+// other Nova call, and the check falls back to Leasehold's Placement,
+// which is the truth when Nova uses it, with a warning naming the
+// failure.
 func (p *Plugin) busyNow(ctx context.Context, g *gorm.DB, project string) (map[string]string, error) {
 	if p.cfg.Compute != nil {
-		return p.busyNowCompute(ctx, project)
+		busy, err := p.busyNowCompute(ctx, project)
+		if err == nil {
+			return busy, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		slog.WarnContext(ctx, "the compute service could not say which hosts other projects use now; checking Leasehold's Placement instead", "error", err)
 	}
 	p.idx.mu.RLock()
 	hostOf := make(map[string]string, len(p.idx.infos))

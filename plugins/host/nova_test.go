@@ -37,10 +37,16 @@ func (s *novaSource) List(context.Context) ([]hosts.Host, error)                
 type fakeNova struct {
 	hosts   []compute.HostDetails
 	servers map[string][]compute.Server
+	// down makes every server listing fail, as a Nova that cannot be
+	// reached does.
+	down bool
 }
 
 func (f *fakeNova) ComputeHosts(context.Context) ([]compute.HostDetails, error) { return f.hosts, nil }
 func (f *fakeNova) ServersOnHostDetail(_ context.Context, h string) ([]compute.Server, error) {
+	if f.down {
+		return nil, errs.Unavailablef("Nova: list servers on %s: connection refused", h)
+	}
 	return f.servers[h], nil
 }
 
@@ -101,6 +107,20 @@ func TestNovaBusyNowAndPlan(t *testing.T) {
 		c, err := p.Prepare(ctx, lease, req, true, nil)
 		if err != nil {
 			t.Fatalf("Prepare with c1 running the lease project's own server: %v", err)
+		}
+		if got := c.(*choice).chosen; len(got) != 2 {
+			t.Errorf("chosen %v, want two hosts", got)
+		}
+	})
+	t.Run("compute service down", func(t *testing.T) {
+		// The lease is still taken, as with every other Nova call while
+		// Nova is down: the check falls back to Leasehold's Placement,
+		// where no other project's consumer is.
+		p, nova, lease := novaPlugin(t, compute.HostDetails{ServiceName: "c3", VCPUs: 8, MemoryMB: 16384, LocalGB: 100})
+		nova.down = true
+		c, err := p.Prepare(ctx, lease, twoHosts(t, p, lease), true, nil)
+		if err != nil {
+			t.Fatalf("Prepare with Nova down: %v, want the hosts", err)
 		}
 		if got := c.(*choice).chosen; len(got) != 2 {
 			t.Errorf("chosen %v, want two hosts", got)
