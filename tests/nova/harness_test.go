@@ -11,13 +11,9 @@
 package nova_test
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,38 +25,36 @@ import (
 )
 
 // EnvRequireNova makes a missing Keystone or Nova a test failure.
-const EnvRequireNova = "LEASEHOLD_REQUIRE_NOVA"
+const EnvRequireNova = novatest.EnvRequireNova
 
 // novaHosts are nova-box's fake computes.
 var novaHosts = []string{"compute1", "compute2", "compute3"}
 
 // Env is the package's Keystone and Nova.
-type Env struct {
-	KS   *kstest.Keystone
-	Nova *novatest.Nova
-}
+type Env struct{ *novatest.Env }
 
-var (
-	envOnce sync.Once
-	env     *Env
-	envSkip string
-	envErr  error
-)
+// suite is the package's Keystone and a nova-box whose scheduler runs
+// the upstream BlazarFilter.
+var suite = &novatest.Suite{
+	Name:   "tests/nova",
+	What:   "the tests against a real Nova",
+	Banner: "nova-box with the BlazarFilter",
+	Prereqs: []novatest.Prereq{{
+		Path: filepath.Join(novatest.BlazarNovaDir(), "blazarnova", "scheduler", "filters", "blazar_filter.py"),
+		Why:  "the upstream BlazarFilter is not in " + novatest.BlazarNovaDir() + " (set SHARED_DIR)",
+	}},
+	Options: func(*novatest.Env) (novatest.Options, error) {
+		return novatest.Options{
+			Hosts:      novaHosts,
+			Filters:    []string{novatest.BlazarFilter},
+			PythonPath: []string{novatest.BlazarNovaDir()},
+		}, nil
+	},
+}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if env != nil {
-		if env.Nova != nil {
-			if err := env.Nova.Down(); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-			}
-		}
-		if env.KS != nil {
-			if err := env.KS.Down(false); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-			}
-		}
-	}
+	suite.Close()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}
@@ -72,105 +66,14 @@ func TestMain(m *testing.M) {
 // LEASEHOLD_REQUIRE_NOVA=1) when they cannot run here.
 func RequireEnv(t testing.TB) *Env {
 	t.Helper()
-	envOnce.Do(startEnv)
-	if envSkip != "" {
-		if os.Getenv(EnvRequireNova) == "1" {
-			t.Fatalf("%s (%s=1: the Nova tests must run)", envSkip, EnvRequireNova)
-		}
-		t.Skip("SKIPPED LOUDLY: " + envSkip)
-	}
-	if envErr != nil {
-		t.Fatalf("starting Keystone and Nova: %v", envErr)
-	}
-	return env
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-func startEnv() {
-	switch {
-	case !fileExists("/usr/bin/keystone-manage"):
-		envSkip = "python3-keystone is not installed (scripts/deps.sh installs it): the tests against a real Nova do not run"
-	case !fileExists("/usr/lib/uwsgi/plugins/python3_plugin.so"):
-		envSkip = "uwsgi-plugin-python3 is not installed: the tests against a real Nova do not run"
-	case !fileExists(filepath.Join(kstest.HarnessDir(), "keystone-up.sh")):
-		envSkip = "keystone-up.sh not found in " + kstest.HarnessDir() + " (set SHARED_DIR)"
-	case !fileExists(filepath.Join(novatest.BlazarNovaDir(), "blazarnova", "scheduler", "filters", "blazar_filter.py")):
-		envSkip = "the upstream BlazarFilter is not in " + novatest.BlazarNovaDir() + " (set SHARED_DIR)"
-	default:
-		if m := novatest.Missing(); m != "" {
-			envSkip = m + ": the tests against a real Nova do not run"
-		}
-	}
-	if envSkip != "" {
-		fmt.Fprintf(os.Stderr, "\n%s\n### %s\n%s\n\n", strings.Repeat("#", 80), envSkip, strings.Repeat("#", 80))
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	env = &Env{}
-	k, err := kstest.Start(ctx)
-	env.KS = k // stopped by TestMain whatever happens next
-	if err != nil {
-		envErr = err
-		return
-	}
-	// Leasehold calls Nova as the service user, which needs Nova's
-	// admin rules (aggregates, hypervisors, every project's servers), as
-	// Blazar's user does in a real deployment.
-	if envErr = grantAdmin(k); envErr != nil {
-		return
-	}
-	n, err := novatest.Start(ctx, novatest.Options{
-		Keystone:   k,
-		Hosts:      novaHosts,
-		Filters:    []string{novatest.BlazarFilter},
-		PythonPath: []string{novatest.BlazarNovaDir()},
-	})
-	if n != nil {
-		env.Nova = n
-	}
-	if err != nil {
-		envErr = err
-		return
-	}
-	fmt.Fprintf(os.Stderr, "tests/nova: nova-box with the BlazarFilter up in %s\n", n.StartDuration().Round(time.Millisecond))
-}
-
-// grantAdmin gives the service user the admin role on project service.
-func grantAdmin(k *kstest.Keystone) error {
-	admin, err := k.Issue("admin", k.AdminPassword, "admin")
-	if err != nil {
-		return err
-	}
-	var roles struct {
-		Roles []struct{ ID string } `json:"roles"`
-	}
-	if err := k.Call("GET", "/roles?name=admin", admin, nil, &roles); err != nil || len(roles.Roles) != 1 {
-		return fmt.Errorf("role admin: %v %+v", err, roles)
-	}
-	var projects struct {
-		Projects []struct{ ID string } `json:"projects"`
-	}
-	if err := k.Call("GET", "/projects?name=service", admin, nil, &projects); err != nil || len(projects.Projects) != 1 {
-		return fmt.Errorf("project service: %v %+v", err, projects)
-	}
-	return k.Call("PUT", "/projects/"+projects.Projects[0].ID+"/users/"+k.ServiceUserID+"/roles/"+roles.Roles[0].ID, admin, nil, nil)
+	return &Env{suite.Require(t)}
 }
 
 // leaseholdConf is an oslo-style config of Leasehold with keystone auth
 // and the nova compute driver, its database in dir; extra is appended.
 func (e *Env) leaseholdConf(dir, extra string) string {
-	k := e.KS
-	return "[DEFAULT]\nlisten = 127.0.0.1:0\n[api]\nauth_strategy = keystone\n[database]\nconnection = sqlite:///" + filepath.Join(dir, "lh.db") + "\n" +
-		"[keystone_authtoken]\nwww_authenticate_uri = " + k.URL + "\nauth_url = " + k.URL + "\nauth_type = password\n" +
-		"username = " + k.ServiceUser + "\npassword = " + k.ServicePassword + "\nproject_name = service\n" +
-		"user_domain_name = Default\nproject_domain_name = Default\nregion_name = RegionOne\ntoken_cache_time = 60\n" +
-		"[compute]\ndriver = nova\n" +
-		"[nova]\nauth_type = password\nauth_url = " + k.URL + "\nusername = " + k.ServiceUser + "\npassword = " + k.ServicePassword + "\n" +
-		"project_name = service\nuser_domain_name = Default\nproject_domain_name = Default\nregion_name = RegionOne\n" +
-		// Short: the tests freeze Nova, and each call then waits this long.
-		"timeout = 3\nserver_delete_timeout = 120\n" +
+	// Short: the tests freeze Nova, and each call then waits this long.
+	return novatest.LeaseholdConf(e.KS, dir, "timeout = 3\nserver_delete_timeout = 120\n") +
 		"[events]\nclaim_timeout = 20s\n" + extra
 }
 

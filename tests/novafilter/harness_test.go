@@ -11,14 +11,9 @@
 package novafilter_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/leasehold/leasehold/pkg/config"
 	"github.com/leasehold/leasehold/tests/internal/kstest"
@@ -27,7 +22,7 @@ import (
 )
 
 // EnvRequireNova makes a missing Keystone or Nova a test failure.
-const EnvRequireNova = "LEASEHOLD_REQUIRE_NOVA"
+const EnvRequireNova = novatest.EnvRequireNova
 
 // FilterClass is LeaseholdFilter's class path, found on
 // PYTHONPATH=contribDir().
@@ -40,121 +35,50 @@ var novaHosts = []string{"compute1", "compute2", "compute3"}
 // package's directory).
 func contribDir(t testing.TB) string {
 	t.Helper()
-	d, err := filepath.Abs(filepath.Join("..", "..", "contrib", "nova"))
+	d, err := contribPath()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
+func contribPath() (string, error) { return filepath.Abs(filepath.Join("..", "..", "contrib", "nova")) }
+
 // Env is the package's Keystone and Nova (whose scheduler runs
 // LeaseholdFilter).
-type Env struct {
-	KS   *kstest.Keystone
-	Nova *novatest.Nova
-	mu   sync.Mutex
-	// others are further nova-boxes a test started (stopped by TestMain
-	// too, should the test not get to it).
-	others []*novatest.Nova
-}
+type Env struct{ *novatest.Env }
 
-var (
-	envOnce sync.Once
-	env     *Env
-	envSkip string
-	envErr  error
-)
+// suite is the package's Keystone and a nova-box whose scheduler runs
+// LeaseholdFilter.
+var suite = &novatest.Suite{
+	Name:   "tests/novafilter",
+	What:   "the LeaseholdFilter tests against a real Nova",
+	Banner: "nova-box with LeaseholdFilter",
+	Options: func(e *novatest.Env) (novatest.Options, error) {
+		contrib, err := contribPath()
+		return novatest.Options{
+			Hosts:      novaHosts,
+			Filters:    []string{FilterClass},
+			PythonPath: []string{contrib},
+			Conf:       filterConf(e.KS),
+		}, err
+	},
+}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if env != nil {
-		env.mu.Lock()
-		boxes := append([]*novatest.Nova{env.Nova}, env.others...)
-		env.mu.Unlock()
-		for _, n := range boxes {
-			if n != nil {
-				if err := n.Down(); err != nil {
-					fmt.Fprintln(os.Stderr, err)
-				}
-			}
-		}
-		if env.KS != nil {
-			if err := env.KS.Down(false); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-			}
-		}
-	}
+	suite.Close()
 	os.Exit(code)
 }
 
-// skipLoudly skips t with why (printed in a banner), or fails it under
-// LEASEHOLD_REQUIRE_NOVA=1.
-func skipLoudly(t testing.TB, why string) {
-	t.Helper()
-	if os.Getenv(EnvRequireNova) == "1" {
-		t.Fatalf("%s (%s=1: the Nova tests must run)", why, EnvRequireNova)
-	}
-	fmt.Fprintf(os.Stderr, "\n%s\n### SKIPPED: %s\n%s\n\n", strings.Repeat("#", 80), why, strings.Repeat("#", 80))
-	t.Skip("SKIPPED LOUDLY: " + why)
-}
+// skipLoudly is novatest.SkipLoudly.
+var skipLoudly = novatest.SkipLoudly
 
 // RequireEnv returns the package's Keystone and Nova, starting them on
 // first use.
 func RequireEnv(t testing.TB) *Env {
 	t.Helper()
-	envOnce.Do(func() { startEnv(contribDir(t)) })
-	if envSkip != "" {
-		skipLoudly(t, envSkip)
-	}
-	if envErr != nil {
-		t.Fatalf("starting Keystone and Nova: %v", envErr)
-	}
-	return env
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-func startEnv(contrib string) {
-	switch {
-	case !fileExists("/usr/bin/keystone-manage"):
-		envSkip = "python3-keystone is not installed (scripts/deps.sh installs it): the LeaseholdFilter tests against a real Nova do not run"
-	case !fileExists("/usr/lib/uwsgi/plugins/python3_plugin.so"):
-		envSkip = "uwsgi-plugin-python3 is not installed: the LeaseholdFilter tests against a real Nova do not run"
-	case !fileExists(filepath.Join(kstest.HarnessDir(), "keystone-up.sh")):
-		envSkip = "keystone-up.sh not found in " + kstest.HarnessDir() + " (set SHARED_DIR)"
-	default:
-		if m := novatest.Missing(); m != "" {
-			envSkip = m + ": the LeaseholdFilter tests against a real Nova do not run"
-		}
-	}
-	if envSkip != "" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	env = &Env{}
-	k, err := kstest.Start(ctx)
-	env.KS = k // stopped by TestMain whatever happens next
-	if err != nil {
-		envErr = err
-		return
-	}
-	if envErr = grantAdmin(k); envErr != nil {
-		return
-	}
-	n, err := novatest.Start(ctx, novatest.Options{
-		Keystone:   k,
-		Hosts:      novaHosts,
-		Filters:    []string{FilterClass},
-		PythonPath: []string{contrib},
-		Conf:       filterConf(k),
-	})
-	env.Nova = n
-	if err != nil {
-		envErr = err
-		return
-	}
-	fmt.Fprintf(os.Stderr, "tests/novafilter: nova-box with LeaseholdFilter up in %s\n", n.StartDuration().Round(time.Millisecond))
+	return &Env{suite.Require(t)}
 }
 
 // filterConf is nova.conf's [leasehold] section: the service user's
@@ -164,32 +88,7 @@ func startEnv(contrib string) {
 // service, which the filter looks up on its first request (a picked
 // free port could be taken by another process before Leasehold binds it).
 func filterConf(k *kstest.Keystone) string {
-	return "[leasehold]\nauth_type = password\nauth_url = " + k.URL + "\nusername = " + k.ServiceUser +
-		"\npassword = " + k.ServicePassword + "\nproject_name = service\nuser_domain_name = Default\n" +
-		"project_domain_name = Default\nendpoint_type = public\nregion_name = RegionOne\ntimeout = 10\n"
-}
-
-// grantAdmin gives the service user the admin role on project service:
-// Leasehold's nova driver calls Nova's admin APIs as that user, as
-// Blazar's user does in a real deployment.
-func grantAdmin(k *kstest.Keystone) error {
-	admin, err := k.Issue("admin", k.AdminPassword, "admin")
-	if err != nil {
-		return err
-	}
-	var roles struct {
-		Roles []struct{ ID string } `json:"roles"`
-	}
-	if err := k.Call("GET", "/roles?name=admin", admin, nil, &roles); err != nil || len(roles.Roles) != 1 {
-		return fmt.Errorf("role admin: %v %+v", err, roles)
-	}
-	var projects struct {
-		Projects []struct{ ID string } `json:"projects"`
-	}
-	if err := k.Call("GET", "/projects?name=service", admin, nil, &projects); err != nil || len(projects.Projects) != 1 {
-		return fmt.Errorf("project service: %v %+v", err, projects)
-	}
-	return k.Call("PUT", "/projects/"+projects.Projects[0].ID+"/users/"+k.ServiceUserID+"/roles/"+roles.Roles[0].ID, admin, nil, nil)
+	return "[leasehold]\n" + novatest.ServiceAuth(k) + "endpoint_type = public\nregion_name = RegionOne\ntimeout = 10\n"
 }
 
 // StartLeasehold builds Leasehold in-process (keystone auth, the nova
@@ -198,15 +97,7 @@ func grantAdmin(k *kstest.Keystone) error {
 func (e *Env) StartLeasehold(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	k := e.KS
-	conf := "[DEFAULT]\nlisten = 127.0.0.1:0\n[api]\nauth_strategy = keystone\n[database]\nconnection = sqlite:///" + filepath.Join(dir, "lh.db") + "\n" +
-		"[keystone_authtoken]\nwww_authenticate_uri = " + k.URL + "\nauth_url = " + k.URL + "\nauth_type = password\n" +
-		"username = " + k.ServiceUser + "\npassword = " + k.ServicePassword + "\nproject_name = service\n" +
-		"user_domain_name = Default\nproject_domain_name = Default\nregion_name = RegionOne\ntoken_cache_time = 60\n" +
-		"[compute]\ndriver = nova\n" +
-		"[nova]\nauth_type = password\nauth_url = " + k.URL + "\nusername = " + k.ServiceUser + "\npassword = " + k.ServicePassword + "\n" +
-		"project_name = service\nuser_domain_name = Default\nproject_domain_name = Default\nregion_name = RegionOne\n" +
-		"timeout = 10\nserver_delete_timeout = 120\n"
+	conf := novatest.LeaseholdConf(e.KS, dir, "timeout = 10\nserver_delete_timeout = 120\n")
 	cfg := kstest.LoadConfig(t, dir, conf, EnvRequireNova)
 	if cfg.Compute.Driver != config.ComputeNova {
 		t.Fatalf("compute driver %q", cfg.Compute.Driver)

@@ -244,9 +244,7 @@ func otherOf(h string) string {
 // catalog's compute endpoint at it; nothing here reads that any more.
 func (e *Env) startPlainNova(ctx context.Context) (*novatest.Nova, error) {
 	n, err := novatest.Start(ctx, novatest.Options{Keystone: e.KS, Hosts: novaHosts})
-	e.mu.Lock()
-	e.others = append(e.others, n)
-	e.mu.Unlock()
+	e.AddNova(n)
 	return n, err
 }
 

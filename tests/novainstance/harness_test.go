@@ -38,8 +38,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,7 +49,7 @@ import (
 )
 
 // EnvRequireNova makes a missing Keystone or Nova a test failure.
-const EnvRequireNova = "LEASEHOLD_REQUIRE_NOVA"
+const EnvRequireNova = novatest.EnvRequireNova
 
 // hookFilter is testdata/leasehold_placement.py's pass-all filter, whose
 // import points nova-box at Leasehold's Placement.
@@ -62,197 +60,90 @@ var novaHosts = []string{"compute1", "compute2", "compute3"}
 
 // Env is the package's Keystone, Leasehold and Nova.
 type Env struct {
-	KS   *kstest.Keystone
-	Nova *novatest.Nova
+	*novatest.Env
 	// LH is Leasehold's base URL (Blazar under /v1, Placement under
 	// /placement).
 	LH string
 	// Other is a member of a second project ("other").
 	OtherUser, OtherPassword string
 
-	stopLH func()
-	lhDone chan error
-	proxy  *httptest.Server
-	nova   atomic.Pointer[url.URL]
+	proxy *httptest.Server
+	nova  atomic.Pointer[url.URL]
 }
 
-var (
-	envOnce sync.Once
-	env     *Env
-	envSkip string
-	envErr  error
-)
+// env is the package's environment beyond novatest's, filled in by
+// suite's hooks.
+var env = &Env{}
+
+// suite is the package's Keystone, then Leasehold, then a nova-box on
+// Leasehold's Placement.
+var suite = &novatest.Suite{
+	Name:    "tests/novainstance",
+	What:    "instance reservations against a real Nova",
+	Banner:  "nova-box on Leasehold's Placement",
+	Timeout: 6 * time.Minute,
+	BeforeNova: func(_ context.Context, t testing.TB, e *novatest.Env) error {
+		env.Env = e
+		if err := env.addOtherProject(); err != nil {
+			return err
+		}
+		env.proxy = httptest.NewServer(&httputil.ReverseProxy{
+			Rewrite: func(r *httputil.ProxyRequest) {
+				if u := env.nova.Load(); u != nil {
+					r.SetURL(u)
+				}
+			},
+			ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+				http.Error(w, "nova-box not reachable: "+err.Error(), http.StatusServiceUnavailable)
+			},
+		})
+		e.OnClose(env.proxy.Close)
+		return env.startLeasehold(t)
+	},
+	Options: func(e *novatest.Env) (novatest.Options, error) {
+		testdata, err := filepath.Abs("testdata")
+		if err != nil {
+			return novatest.Options{}, err
+		}
+		return novatest.Options{
+			Hosts:      novaHosts,
+			Filters:    []string{hookFilter},
+			PythonPath: []string{testdata},
+			Conf:       placementConf(e.KS, env.LH+"/placement"),
+		}, nil
+	},
+	AfterNova: func(e *novatest.Env) error {
+		u, err := url.Parse(e.Nova.URL)
+		if err != nil {
+			return err
+		}
+		u.Path = "" // the proxy keeps the request's /v2.1/... path
+		env.nova.Store(u)
+		return nil
+	},
+}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if env != nil {
-		if env.Nova != nil {
-			if err := env.Nova.Down(); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-			}
-		}
-		if env.stopLH != nil {
-			env.stopLH()
-			select {
-			case <-env.lhDone:
-			case <-time.After(30 * time.Second):
-				fmt.Fprintln(os.Stderr, "tests/novainstance: Leasehold did not stop within 30s")
-			}
-		}
-		if env.proxy != nil {
-			env.proxy.Close()
-		}
-		if env.KS != nil {
-			if err := env.KS.Down(false); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-			}
-		}
-	}
+	suite.Close()
 	os.Exit(code)
 }
-
-// skipLoudly skips t with why (printed in a banner), or fails it under
-// LEASEHOLD_REQUIRE_NOVA=1.
-func skipLoudly(t testing.TB, why string) {
-	t.Helper()
-	if os.Getenv(EnvRequireNova) == "1" {
-		t.Fatalf("%s (%s=1: the Nova tests must run)", why, EnvRequireNova)
-	}
-	fmt.Fprintf(os.Stderr, "\n%s\n### SKIPPED: %s\n%s\n\n", strings.Repeat("#", 80), why, strings.Repeat("#", 80))
-	t.Skip("SKIPPED LOUDLY: " + why)
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // RequireEnv returns the package's Keystone, Leasehold and Nova, starting
 // them on first use (t's temporary directory is not used: Leasehold's
 // database outlives the test that started it).
 func RequireEnv(t testing.TB) *Env {
 	t.Helper()
-	envOnce.Do(func() { startEnv(t) })
-	if envSkip != "" {
-		skipLoudly(t, envSkip)
-	}
-	if envErr != nil {
-		msg := ""
-		if env != nil && env.Nova != nil {
-			msg = "\n" + env.Nova.LogTail(4000)
-		}
-		t.Fatalf("starting Keystone, Leasehold and Nova: %v%s", envErr, msg)
-	}
+	suite.Require(t)
 	return env
-}
-
-func startEnv(t testing.TB) {
-	switch {
-	case !fileExists("/usr/bin/keystone-manage"):
-		envSkip = "python3-keystone is not installed (scripts/deps.sh installs it): instance reservations against a real Nova do not run"
-	case !fileExists("/usr/lib/uwsgi/plugins/python3_plugin.so"):
-		envSkip = "uwsgi-plugin-python3 is not installed: instance reservations against a real Nova do not run"
-	case !fileExists(filepath.Join(kstest.HarnessDir(), "keystone-up.sh")):
-		envSkip = "keystone-up.sh not found in " + kstest.HarnessDir() + " (set SHARED_DIR)"
-	default:
-		if m := novatest.Missing(); m != "" {
-			envSkip = m + ": instance reservations against a real Nova do not run"
-		}
-	}
-	if envSkip != "" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	env = &Env{}
-	k, err := kstest.Start(ctx)
-	env.KS = k // stopped by TestMain whatever happens next
-	if err != nil {
-		envErr = err
-		return
-	}
-	if envErr = grantAdmin(k); envErr != nil {
-		return
-	}
-	if envErr = env.addOtherProject(); envErr != nil {
-		return
-	}
-	env.proxy = httptest.NewServer(&httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			if u := env.nova.Load(); u != nil {
-				r.SetURL(u)
-			}
-		},
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			http.Error(w, "nova-box not reachable: "+err.Error(), http.StatusServiceUnavailable)
-		},
-	})
-	if envErr = env.startLeasehold(t); envErr != nil {
-		return
-	}
-	testdata, err := filepath.Abs("testdata")
-	if err != nil {
-		envErr = err
-		return
-	}
-	n, err := novatest.Start(ctx, novatest.Options{
-		Keystone:   k,
-		Hosts:      novaHosts,
-		Filters:    []string{hookFilter},
-		PythonPath: []string{testdata},
-		Conf:       placementConf(k, env.LH+"/placement"),
-	})
-	env.Nova = n
-	if err != nil {
-		envErr = err
-		return
-	}
-	u, err := url.Parse(n.URL)
-	if err != nil {
-		envErr = err
-		return
-	}
-	u.Path = "" // the proxy keeps the request's /v2.1/... path
-	env.nova.Store(u)
-	fmt.Fprintf(os.Stderr, "tests/novainstance: nova-box on Leasehold's Placement up in %s\n", n.StartDuration().Round(time.Millisecond))
 }
 
 // placementConf is nova.conf's [placement] section: Leasehold's
 // Placement, reached as the service user (Leasehold's Placement policy
-// wants the admin role, which grantAdmin gives it).
+// wants the admin role, which the suite gives it).
 func placementConf(k *kstest.Keystone, endpoint string) string {
-	return "[placement]\nauth_type = password\nauth_url = " + k.URL + "\nusername = " + k.ServiceUser +
-		"\npassword = " + k.ServicePassword + "\nproject_name = service\nuser_domain_name = Default\n" +
-		"project_domain_name = Default\nregion_name = RegionOne\nvalid_interfaces = public\n" +
+	return "[placement]\n" + novatest.ServiceAuth(k) + "region_name = RegionOne\nvalid_interfaces = public\n" +
 		"endpoint_override = " + endpoint + "\n"
-}
-
-// grantAdmin gives the service user the admin role on project service:
-// Leasehold's nova driver calls Nova's admin APIs, and Nova calls
-// Leasehold's Placement, as that user.
-func grantAdmin(k *kstest.Keystone) error {
-	admin, err := k.Issue("admin", k.AdminPassword, "admin")
-	if err != nil {
-		return err
-	}
-	roleID, err := roleID(k, admin, "admin")
-	if err != nil {
-		return err
-	}
-	var projects struct {
-		Projects []struct{ ID string } `json:"projects"`
-	}
-	if err := k.Call("GET", "/projects?name=service", admin, nil, &projects); err != nil || len(projects.Projects) != 1 {
-		return fmt.Errorf("project service: %v %+v", err, projects)
-	}
-	return k.Call("PUT", "/projects/"+projects.Projects[0].ID+"/users/"+k.ServiceUserID+"/roles/"+roleID, admin, nil, nil)
-}
-
-func roleID(k *kstest.Keystone, admin, name string) (string, error) {
-	var roles struct {
-		Roles []struct{ ID string } `json:"roles"`
-	}
-	if err := k.Call("GET", "/roles?name="+name, admin, nil, &roles); err != nil || len(roles.Roles) != 1 {
-		return "", fmt.Errorf("role %s: %v %+v", name, err, roles)
-	}
-	return roles.Roles[0].ID, nil
 }
 
 // addOtherProject creates project "other" with a member "other": a
@@ -263,7 +154,7 @@ func (e *Env) addOtherProject() error {
 	if err != nil {
 		return err
 	}
-	member, err := roleID(k, admin, "member")
+	member, err := novatest.RoleID(k, admin, "member")
 	if err != nil {
 		return err
 	}
@@ -286,21 +177,13 @@ func (e *Env) addOtherProject() error {
 
 // startLeasehold builds Leasehold in-process (keystone auth, the nova
 // driver through the proxy, SQLite in a temporary directory) and runs it
-// until TestMain stops it.
+// until the suite closes.
 func (e *Env) startLeasehold(t testing.TB) error {
 	dir, err := os.MkdirTemp("", "novainstance.")
 	if err != nil {
 		return err
 	}
-	k := e.KS
-	conf := "[DEFAULT]\nlisten = 127.0.0.1:0\n[api]\nauth_strategy = keystone\n[database]\nconnection = sqlite:///" + filepath.Join(dir, "lh.db") + "\n" +
-		"[keystone_authtoken]\nwww_authenticate_uri = " + k.URL + "\nauth_url = " + k.URL + "\nauth_type = password\n" +
-		"username = " + k.ServiceUser + "\npassword = " + k.ServicePassword + "\nproject_name = service\n" +
-		"user_domain_name = Default\nproject_domain_name = Default\nregion_name = RegionOne\ntoken_cache_time = 60\n" +
-		"[compute]\ndriver = nova\n" +
-		"[nova]\nauth_type = password\nauth_url = " + k.URL + "\nusername = " + k.ServiceUser + "\npassword = " + k.ServicePassword + "\n" +
-		"project_name = service\nuser_domain_name = Default\nproject_domain_name = Default\nregion_name = RegionOne\n" +
-		"endpoint_override = " + e.proxy.URL + "/v2.1\ntimeout = 10\nserver_delete_timeout = 120\n"
+	conf := novatest.LeaseholdConf(e.KS, dir, "endpoint_override = "+e.proxy.URL+"/v2.1\ntimeout = 10\nserver_delete_timeout = 120\n")
 	cfg := kstest.LoadConfig(t, dir, conf, EnvRequireNova)
 	if cfg.Compute.Driver != config.ComputeNova {
 		return fmt.Errorf("compute driver %q", cfg.Compute.Driver)
@@ -310,15 +193,24 @@ func (e *Env) startLeasehold(t testing.TB) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e.lhDone = make(chan error, 1)
+	done := make(chan error, 1)
+	stopped := make(chan struct{}) // closed once Run returned, read or not
 	go func() {
-		e.lhDone <- s.Run(ctx)
+		done <- s.Run(ctx)
 		_ = os.RemoveAll(dir)
+		close(stopped)
 	}()
-	e.stopLH = cancel
+	e.OnClose(func() {
+		cancel()
+		select {
+		case <-stopped:
+		case <-time.After(30 * time.Second):
+			fmt.Fprintln(os.Stderr, "tests/novainstance: Leasehold did not stop within 30s")
+		}
+	})
 	select {
 	case <-s.Ready:
-	case err := <-e.lhDone:
+	case err := <-done:
 		return fmt.Errorf("leasehold stopped: %v", err)
 	case <-time.After(30 * time.Second):
 		return fmt.Errorf("leasehold not ready within 30s")
