@@ -165,6 +165,10 @@ type choice struct {
 	moves   []move
 	// order is the project's ownership pools (nil: ownership off).
 	order *ownership.Order
+	// tags are the lease's tags when some are exclusion tags (nil
+	// otherwise): the choice spreads over failure domains away from
+	// overlapping leases sharing one (allocator.TagRules.WithExclusion).
+	tags []string
 }
 
 // Prepare implements plugins.Preparer: the hosts of a new reservation,
@@ -186,6 +190,9 @@ func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, r plugins.Req
 	}
 	if p.cfg.Ownership != nil {
 		c.order = p.cfg.Ownership.HostOrder(lease.ProjectID)
+	}
+	if len(p.cfg.Rules.ExclusionTags(lease.Tags)) > 0 {
+		c.tags = lease.Tags
 	}
 	if err := p.chooseNew(c, nil, fresh); err != nil {
 		return nil, err
@@ -222,6 +229,9 @@ func (p *Plugin) chooseNew(c *choice, excluded map[string]bool, fresh bool) erro
 	if len(c.taken) > 0 {
 		// The lease's earlier reservations count in the spread.
 		req.UsedDomains = p.idx.domainsOf(slices.Sorted(maps.Keys(c.taken)))
+	}
+	if len(c.tags) > 0 {
+		req = p.cfg.Rules.WithExclusion(req, c.tags, p.idx.exclusionBookings(req.Window, ""), p.idx.domainsOf)
 	}
 	dec, err := p.chooseByPool(c.order, req, match)
 	var ne *allocator.NotEnoughHostsError
@@ -312,6 +322,12 @@ func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plug
 		return "", err
 	}
 	rows := allocRows(res.ID, c.chosen, win)
+	if p.idx.withTags {
+		tags := encodeTags(lease.Tags)
+		for i := range rows {
+			rows[i].LeaseTags = tags
+		}
+	}
 	tx.AfterCommit(func() { p.idx.setReservation(res.ID, nil, rows) })
 	return id, nil
 }
@@ -420,7 +436,7 @@ func (p *Plugin) clashing(ctx context.Context, tx *plugins.Tx, hostIDs []string,
 	if len(clash) == 0 {
 		return nil, nil
 	}
-	rows, err := loadAllocs(ctx, tx.DB, clash)
+	rows, err := loadAllocs(ctx, tx.DB, clash, p.idx.withTags)
 	if err != nil {
 		return nil, err
 	}
