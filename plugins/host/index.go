@@ -45,7 +45,7 @@ type index struct {
 	// keeps each booked reservation's lease tags (tagsOf, by reservation
 	// id) for exclusionBookings.
 	withTags bool
-	tagsOf   map[string][]string
+	tagsOf   map[string]leaseTags
 	loaded   bool
 	// hostsAt and allocsAt are when hosts and allocations were last
 	// loaded in full.
@@ -57,8 +57,9 @@ type allocRow struct {
 	ReservationID string
 	StartDate     time.Time
 	EndDate       time.Time
-	// LeaseTags are the stored tags of the reservation's lease (loaded
-	// only withTags; nil: none).
+	// LeaseID and LeaseTags are the reservation's lease and its stored
+	// tags (loaded only withTags; nil: none).
+	LeaseID   string
 	LeaseTags *string
 }
 
@@ -69,7 +70,7 @@ func loadAllocs(ctx context.Context, g *gorm.DB, hostIDs []string, withTags bool
 	q := g.WithContext(ctx).Table("computehost_allocations a").
 		Select("a.compute_host_id, a.reservation_id, a.start_date, a.end_date")
 	if withTags {
-		q = q.Select("a.compute_host_id, a.reservation_id, a.start_date, a.end_date, l.tags AS lease_tags").
+		q = q.Select("a.compute_host_id, a.reservation_id, a.start_date, a.end_date, r.lease_id, l.tags AS lease_tags").
 			Joins("LEFT JOIN reservations r ON r.id = a.reservation_id").
 			Joins("LEFT JOIN leases l ON l.id = r.lease_id")
 	}
@@ -241,7 +242,7 @@ func (x *index) addRowsLocked(rows []allocRow) {
 		x.resOf[i] = append(x.resOf[i], r.ReservationID)
 		touched[i] = true
 		if x.withTags && r.LeaseTags != nil {
-			x.setTagsLocked(r.ReservationID, decodeLeaseTags(*r.LeaseTags))
+			x.setTagsLocked(r.ReservationID, r.LeaseID, decodeLeaseTags(*r.LeaseTags))
 		}
 	}
 	for i := range touched {
@@ -422,21 +423,27 @@ func (x *index) earliest(req allocator.EarliestRequest, match func(info func(id 
 	return allocator.EarliestWindow(allocator.PreparedHosts{Hosts: x.hosts, Bounds: x.bounds, Sorted: x.sorted, Ranks: x.ranks}, req)
 }
 
-// setTagsLocked records reservation resID's lease tags (no entry for
-// none).
-func (x *index) setTagsLocked(resID string, tags []string) {
+// leaseTags are a booked reservation's lease and its tags.
+type leaseTags struct {
+	lease string
+	tags  []string
+}
+
+// setTagsLocked records reservation resID's lease and its tags (no entry
+// for none).
+func (x *index) setTagsLocked(resID, leaseID string, tags []string) {
 	if len(tags) == 0 {
 		return
 	}
 	if x.tagsOf == nil {
-		x.tagsOf = map[string][]string{}
+		x.tagsOf = map[string]leaseTags{}
 	}
-	x.tagsOf[resID] = tags
+	x.tagsOf[resID] = leaseTags{lease: leaseID, tags: tags}
 }
 
 // exclusionBookings lists the bookings overlapping win whose lease has
 // tags (withTags), for allocator.TagRules.WithExclusion; the bookings of
-// reservation exclude are left out.
+// lease exclude (its own, counted by the spread already) are left out.
 func (x *index) exclusionBookings(win allocator.Interval, exclude string) []allocator.TaggedBooking {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -449,9 +456,8 @@ func (x *index) exclusionBookings(win allocator.Interval, exclude string) []allo
 			if !b.Start.Before(win.End) || !win.Start.Before(b.End) {
 				continue
 			}
-			resID := x.resOf[i][k]
-			if tags, ok := x.tagsOf[resID]; ok && resID != exclude {
-				out = append(out, allocator.TaggedBooking{HostID: x.hosts[i].ID, Window: b, Tags: tags})
+			if lt, ok := x.tagsOf[x.resOf[i][k]]; ok && (exclude == "" || lt.lease != exclude) {
+				out = append(out, allocator.TaggedBooking{HostID: x.hosts[i].ID, Window: b, Tags: lt.tags})
 			}
 		}
 	}

@@ -106,3 +106,45 @@ func TestLeaseTagsExclusion(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseTagsExclusionUpdate: a lease update that moves a reservation
+// onto a new host spreads it away from the racks of overlapping leases
+// sharing an exclusion tag, and not away from the lease's own hosts.
+func TestLeaseTagsExclusionUpdate(t *testing.T) {
+	rules := allocator.ParseClusterTags([]string{"htools:iextags:svc:"})
+	rules.LocationPrefixes = []string{"rack"}
+	racks := func(i int) map[string]string { return map[string]string{"rack": string(rune('a' + (i-1)/2))} } // 1,2:a 3,4:b
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			d := dbtest.OpenDialect(t, dialect)
+			svc, _ := leasestest.New(d, leasestest.NewHosts(4, racks), leasestest.NewClock(t0), leasestest.Options{Rules: &rules})
+			mk := func(name, start, end string) *leases.View {
+				t.Helper()
+				req := leasestest.Request(name, start, end, leasestest.HostReservation(1, 1, "", ""))
+				req.Tags = []any{"svc:db"}
+				v, err := svc.Create(context.Background(), owner, req)
+				if err != nil {
+					t.Fatalf("create %s: %v", name, err)
+				}
+				return v
+			}
+			first := mk("first", "2030-01-02 00:00", "2030-01-03 00:00")
+			second := mk("second", "2030-01-05 00:00", "2030-01-06 00:00")
+			if got := hostsOf(t, svc, first.ID); !cmp.Equal(got, []string{"1"}) {
+				t.Fatalf("first on %v, want [1]", got)
+			}
+			if got := hostsOf(t, svc, second.ID); !cmp.Equal(got, []string{"1"}) {
+				t.Fatalf("second on %v, want [1] (no overlap, the fit in time)", got)
+			}
+			// Moved over first's window: host 1 is busy, rack a holds
+			// first, so rack b (host 3) rather than host 2.
+			if _, err := svc.Update(context.Background(), owner, second.ID, leases.UpdateRequest{
+				StartDate: leasestest.Str("2030-01-02 06:00"), EndDate: leasestest.Str("2030-01-02 12:00")}); err != nil {
+				t.Fatal(err)
+			}
+			if got := hostsOf(t, svc, second.ID); !cmp.Equal(got, []string{"3"}) {
+				t.Errorf("second after the update on %v, want [3]", got)
+			}
+		})
+	}
+}
