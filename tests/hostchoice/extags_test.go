@@ -71,3 +71,26 @@ func TestExclusionTags(t *testing.T) {
 		"name": "bad", "tags": []any{"ok", 7}, "start_date": future(10).Format("2006-01-02 15:04"),
 		"end_date": future(11).Format("2006-01-02 15:04"), "reservations": []any{}})
 }
+
+// TestExclusionTagsHealing: a lease healed off a host made
+// non-reservable goes to a rack free of the overlapping lease that
+// shares its exclusion tag (host 4 on rack b, not host 2 on rack a).
+func TestExclusionTagsHealing(t *testing.T) {
+	a := startWith(t, func(cfg *config.Config) {
+		cfg.Blazar.PhysicalHost.ClusterTags = []string{"htools:iextags:svc:"}
+	})
+	for i, rack := range []string{"a", "a", "b", "b", "c", "c"} {
+		if id := a.addHost(fmt.Sprintf("compute-%d", i+1), map[string]any{"rack": rack}); id != fmt.Sprint(i+1) {
+			t.Fatalf("host id %s, want %d", id, i+1)
+		}
+	}
+	db1 := a.taggedLease("db1", future(0), future(4), "svc:db")["id"].(string)
+	db2 := a.taggedLease("db2", future(0), future(4), "svc:db")["id"].(string)
+	if h1, h2 := a.hostsOf(db1), a.hostsOf(db2); fmt.Sprint(h1, h2) != "[1] [3]" {
+		t.Fatalf("db1 on %v, db2 on %v; want [1] [3]", h1, h2)
+	}
+	a.must(http.StatusOK, "PUT", "/v1/os-hosts/3", map[string]any{"reservable": false})
+	if got := a.hostsOf(db2); fmt.Sprint(got) != "[4]" {
+		t.Errorf("db2 healed onto %v, want [4] (rack a holds db1)", got)
+	}
+}
