@@ -21,6 +21,9 @@ type Lease struct {
 	// Timeout is a BEST-EFFORT lease's timeout in seconds.
 	LeaseType string `gorm:"size:16;not null;default:SCHEDULE"`
 	Timeout   *int
+	// Tags are the lease's tags as a JSON array of strings, nil for none
+	// (migration 0011).
+	Tags *string `gorm:"type:text"`
 }
 
 // Reservation is one resource request of a lease; ResourceID points at the

@@ -41,6 +41,9 @@ type Lease struct {
 	// Admin is true when the caller acting on the lease is an admin
 	// (property privacy); events run as admin.
 	Admin bool
+	// Tags are the lease's tags (a Leasehold extension); the host
+	// plugin's rules name the exclusion tags among them.
+	Tags []string
 }
 
 // Started reports whether the lease has started at now.

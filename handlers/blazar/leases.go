@@ -226,6 +226,7 @@ func decodeCreate(body map[string]any) (leases.CreateRequest, error) {
 		return req, err
 	}
 	req.Timeout = body["timeout"]
+	req.Tags = body["tags"]
 	ress, err := objects(body, "reservations")
 	if err != nil {
 		return req, err

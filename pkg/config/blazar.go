@@ -51,7 +51,9 @@ type PhysicalHost struct {
 	// (Leasehold's, not blazar.conf's): htools:migration:x and
 	// htools:allowmigration:y::z restrict the instance moves a
 	// BEST-EFFORT lease may plan, with a host's tags being its extra
-	// capabilities as "key:value".
+	// capabilities as "key:value"; htools:iextags:P makes the lease tags
+	// starting with P exclusion tags (host choice spreads overlapping
+	// leases sharing one over failure domains).
 	ClusterTags []string `mapstructure:"cluster_tags"`
 	// FailureDomains (Leasehold) are host fields or extra capabilities
 	// naming failure domains, e.g. "rack, power": a reservation's hosts

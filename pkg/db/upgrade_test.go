@@ -38,6 +38,7 @@ const (
 	upUser        = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
 	upLease       = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e01"
 	upKindsLease  = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e07"
+	upTagsLease   = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e08"
 	upReservation = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e02"
 	upHostResv    = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e03"
 	upHostAlloc   = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e04"
@@ -313,6 +314,27 @@ var upgradeFixtures = []upgradeFixture{
 			// timeout.
 			if v, err := svc.Get(context.Background(), leases.Caller{Admin: true}, upLease); err == nil && (v.LeaseType != "SCHEDULE" || v.Timeout != nil) {
 				t.Errorf("older lease kind = %s, timeout %v; want SCHEDULE, none", v.LeaseType, v.Timeout)
+			}
+		},
+	},
+	{
+		name: "lease tags", since: "0011_lease_tags",
+		write: func(t *testing.T, d *db.DB, _ map[string]bool) {
+			mustExec(t, d, `INSERT INTO leases (id, name, user_id, project_id, start_date, end_date, trust_id, status, degraded, created_at, updated_at, lease_type, timeout, tags)
+ VALUES (?, 'tagged', ?, ?, ?, ?, '', 'PENDING', ?, ?, NULL, 'SCHEDULE', NULL, ?)`, upTagsLease, upUser, upProject, upStart, upEnd, false, upCreated, `["svc:db","team"]`)
+		},
+		check: func(t *testing.T, d *db.DB) {
+			svc, _ := leasestest.New(d, leasestest.NewHosts(1, nil), leasestest.NewClock(upCreated), leasestest.Options{})
+			v, err := svc.Get(context.Background(), leases.Caller{Admin: true}, upTagsLease)
+			if err != nil {
+				t.Fatalf("lease: %v", err)
+			}
+			if diff := cmp.Diff([]string{"svc:db", "team"}, v.Tags); diff != "" {
+				t.Errorf("tags (-want +got):\n%s", diff)
+			}
+			// A lease written before 0011 has no tags.
+			if v, err := svc.Get(context.Background(), leases.Caller{Admin: true}, upLease); err == nil && (v.Tags == nil || len(v.Tags) != 0) {
+				t.Errorf("older lease tags = %#v; want []", v.Tags)
 			}
 		},
 	},

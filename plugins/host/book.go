@@ -25,21 +25,26 @@ import (
 // the reservation or lease already holds (their failure domains count as
 // used in the spread). reserve applies the reserve of bigger hosts
 // (Config.ReservePercent): not when re-checking hosts a reservation
-// already holds.
-func (p *Plugin) choose(tx *plugins.Tx, ps params, win allocator.Interval, min, max int, exclude string, keep func(string) bool, usedHosts []string, reserve bool) (allocator.HostDecision, error) {
+// already holds. lease's exclusion tags spread the choice away from other
+// overlapping leases sharing one (allocator.TagRules.WithExclusion).
+func (p *Plugin) choose(tx *plugins.Tx, lease plugins.Lease, ps params, win allocator.Interval, min, max int, exclude string, keep func(string) bool, usedHosts []string, reserve bool) (allocator.HostDecision, error) {
 	pct := 0
 	if reserve {
 		pct = p.cfg.ReservePercent
 	}
-	used := p.idx.domainsOf(usedHosts)
+	req := allocator.HostRequest{Window: win, Cleaning: p.cfg.Cleaning, Min: min, Max: max,
+		UsedDomains: p.idx.domainsOf(usedHosts), ReservePercent: pct}
+	if len(p.cfg.Rules.ExclusionTags(lease.Tags)) > 0 {
+		// Read before view: the index's read lock is not taken twice.
+		req = p.cfg.Rules.WithExclusion(req, lease.Tags, p.idx.exclusionBookings(win, lease.ID), p.idx.domainsOf)
+	}
 	var dec allocator.HostDecision
 	var err error
 	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
 	p.idx.view(lo, hi, exclude, keep, func(hosts []allocator.Host, ranks []int32, info func(string) *Host) {
-		dec, err = allocator.ChoosePrepared(p.cfg.Rules, allocator.PreparedHosts{Hosts: hosts, Ranks: ranks}, allocator.HostRequest{
-			Window: win, Cleaning: p.cfg.Cleaning, Min: min, Max: max, Match: ps.match(info), UsedDomains: used,
-			ReservePercent: pct,
-		}, allocator.ChooseOptions{})
+		r := req
+		r.Match = ps.match(info)
+		dec, err = allocator.ChoosePrepared(p.cfg.Rules, allocator.PreparedHosts{Hosts: hosts, Ranks: ranks}, r, allocator.ChooseOptions{})
 	})
 	var ne *allocator.NotEnoughHostsError
 	if errors.As(err, &ne) && !tx.Fresh {
@@ -165,6 +170,11 @@ type choice struct {
 	moves   []move
 	// order is the project's ownership pools (nil: ownership off).
 	order *ownership.Order
+	// tags are the lease's tags when some are exclusion tags (nil
+	// otherwise): the choice spreads over failure domains away from
+	// overlapping leases sharing one (allocator.TagRules.WithExclusion).
+	tags  []string
+	lease string
 }
 
 // Prepare implements plugins.Preparer: the hosts of a new reservation,
@@ -186,6 +196,9 @@ func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, r plugins.Req
 	}
 	if p.cfg.Ownership != nil {
 		c.order = p.cfg.Ownership.HostOrder(lease.ProjectID)
+	}
+	if len(p.cfg.Rules.ExclusionTags(lease.Tags)) > 0 {
+		c.tags, c.lease = lease.Tags, lease.ID
 	}
 	if err := p.chooseNew(c, nil, fresh); err != nil {
 		return nil, err
@@ -222,6 +235,9 @@ func (p *Plugin) chooseNew(c *choice, excluded map[string]bool, fresh bool) erro
 	if len(c.taken) > 0 {
 		// The lease's earlier reservations count in the spread.
 		req.UsedDomains = p.idx.domainsOf(slices.Sorted(maps.Keys(c.taken)))
+	}
+	if len(c.tags) > 0 {
+		req = p.cfg.Rules.WithExclusion(req, c.tags, p.idx.exclusionBookings(req.Window, c.lease), p.idx.domainsOf)
 	}
 	dec, err := p.chooseByPool(c.order, req, match)
 	var ne *allocator.NotEnoughHostsError
@@ -312,6 +328,12 @@ func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plug
 		return "", err
 	}
 	rows := allocRows(res.ID, c.chosen, win)
+	if p.idx.withTags {
+		tags := encodeTags(lease.Tags)
+		for i := range rows {
+			rows[i].LeaseID, rows[i].LeaseTags = lease.ID, tags
+		}
+	}
 	tx.AfterCommit(func() { p.idx.setReservation(res.ID, nil, rows) })
 	return id, nil
 }
@@ -420,7 +442,7 @@ func (p *Plugin) clashing(ctx context.Context, tx *plugins.Tx, hostIDs []string,
 	if len(clash) == 0 {
 		return nil, nil
 	}
-	rows, err := loadAllocs(ctx, tx.DB, clash)
+	rows, err := loadAllocs(ctx, tx.DB, clash, p.idx.withTags)
 	if err != nil {
 		return nil, err
 	}

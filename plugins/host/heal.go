@@ -53,7 +53,7 @@ func (p *Plugin) Heal(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, 
 		if win.Start.Before(tx.Now) {
 			win.Start = tx.Now
 		}
-		to, err := p.replacement(tx, ps, win, res.ID, heldSet, others, srcMig)
+		to, err := p.replacement(tx, lease, ps, win, res.ID, heldSet, others, srcMig)
 		if err != nil {
 			return "", err
 		}
@@ -96,11 +96,15 @@ func (p *Plugin) Heal(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, 
 
 // replacement chooses one host for win from the view: not one of held,
 // matching the reservation, able to receive srcMig, spread away from the
-// domains of others. "" when there is none (from a fresh view; from a
+// domains of others and, by lease's exclusion tags, of overlapping leases
+// sharing one. "" when there is none (from a fresh view; from a
 // view that may be stale it is plugins.ErrStale, so the caller's retry
 // decides on a fresh one).
-func (p *Plugin) replacement(tx *plugins.Tx, ps params, win allocator.Interval, resID string, held map[string]bool, others []string, srcMig []string) (string, error) {
-	used := p.idx.domainsOf(others)
+func (p *Plugin) replacement(tx *plugins.Tx, lease plugins.Lease, ps params, win allocator.Interval, resID string, held map[string]bool, others []string, srcMig []string) (string, error) {
+	req := allocator.HostRequest{Window: win, Cleaning: p.cfg.Cleaning, Min: 1, Max: 1, UsedDomains: p.idx.domainsOf(others)}
+	if len(p.cfg.Rules.ExclusionTags(lease.Tags)) > 0 {
+		req = p.cfg.Rules.WithExclusion(req, lease.Tags, p.idx.exclusionBookings(win, lease.ID), p.idx.domainsOf)
+	}
 	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
 	var dec allocator.HostDecision
 	var err error
@@ -118,9 +122,9 @@ func (p *Plugin) replacement(tx *plugins.Tx, ps params, win allocator.Interval, 
 			}
 			return m(h)
 		}
-		dec, err = allocator.ChoosePrepared(p.cfg.Rules, allocator.PreparedHosts{Hosts: hosts, Ranks: ranks}, allocator.HostRequest{
-			Window: win, Cleaning: p.cfg.Cleaning, Min: 1, Max: 1, Match: match, UsedDomains: used,
-		}, allocator.ChooseOptions{OmitRejected: true})
+		r := req
+		r.Match = match
+		dec, err = allocator.ChoosePrepared(p.cfg.Rules, allocator.PreparedHosts{Hosts: hosts, Ranks: ranks}, r, allocator.ChooseOptions{OmitRejected: true})
 	})
 	var ne *allocator.NotEnoughHostsError
 	if errors.As(err, &ne) {

@@ -141,6 +141,7 @@ func New(src Source, g *gorm.DB, cfg Config, now func() time.Time) *Plugin {
 	pl := &Plugin{src: src, db: g, cfg: cfg, now: now}
 	if cfg.Rules != nil {
 		pl.idx.tagKeys = cfg.Rules.LocationPrefixes
+		pl.idx.withTags = len(cfg.Rules.ExclusionPrefixes) > 0
 	}
 	return pl
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sort"
 	"sync"
@@ -40,7 +41,12 @@ type index struct {
 	// domains (Config.Rules' location prefixes): a host whose key k has
 	// the value v carries the allocator tag "k:v".
 	tagKeys []string
-	loaded  bool
+	// withTags is set when the rules name exclusion tags: the view then
+	// keeps each booked reservation's lease tags (tagsOf, by reservation
+	// id) for exclusionBookings.
+	withTags bool
+	tagsOf   map[string]leaseTags
+	loaded   bool
 	// hostsAt and allocsAt are when hosts and allocations were last
 	// loaded in full.
 	hostsAt, allocsAt time.Time
@@ -51,14 +57,25 @@ type allocRow struct {
 	ReservationID string
 	StartDate     time.Time
 	EndDate       time.Time
+	// LeaseID and LeaseTags are the reservation's lease and its stored
+	// tags (loaded only withTags; nil: none).
+	LeaseID   string
+	LeaseTags *string
 }
 
-func loadAllocs(ctx context.Context, g *gorm.DB, hostIDs []string) ([]allocRow, error) {
+// loadAllocs reads the bookings of hostIDs (nil: all); withTags joins
+// each one's lease tags in.
+func loadAllocs(ctx context.Context, g *gorm.DB, hostIDs []string, withTags bool) ([]allocRow, error) {
 	var rows []allocRow
-	q := g.WithContext(ctx).Table("computehost_allocations").
-		Select("compute_host_id, reservation_id, start_date, end_date")
+	q := g.WithContext(ctx).Table("computehost_allocations a").
+		Select("a.compute_host_id, a.reservation_id, a.start_date, a.end_date")
+	if withTags {
+		q = q.Select("a.compute_host_id, a.reservation_id, a.start_date, a.end_date, r.lease_id, l.tags AS lease_tags").
+			Joins("LEFT JOIN reservations r ON r.id = a.reservation_id").
+			Joins("LEFT JOIN leases l ON l.id = r.lease_id")
+	}
 	if hostIDs != nil {
-		q = q.Where("compute_host_id IN ?", hostIDs)
+		q = q.Where("a.compute_host_id IN ?", hostIDs)
 	}
 	err := q.Scan(&rows).Error
 	return rows, err
@@ -73,11 +90,11 @@ func (x *index) reload(ctx context.Context, src Source, g *gorm.DB, now time.Tim
 	if err != nil {
 		return err
 	}
-	rows, err := loadAllocs(ctx, g, nil)
+	rows, err := loadAllocs(ctx, g, nil, x.withTags)
 	if err != nil {
 		return err
 	}
-	nx := index{tagKeys: x.tagKeys}
+	nx := index{tagKeys: x.tagKeys, withTags: x.withTags}
 	nx.setHostsLocked(infos)
 	nx.addRowsLocked(rows)
 	nx.packBoundsLocked()
@@ -86,6 +103,7 @@ func (x *index) reload(ctx context.Context, src Source, g *gorm.DB, now time.Tim
 	x.hosts, x.resOf, x.infos, x.pos = nx.hosts, nx.resOf, nx.infos, nx.pos
 	x.disjoint, x.bounds, x.sorted = nx.disjoint, nx.bounds, nx.sorted
 	x.ranks = nx.ranks
+	x.tagsOf = nx.tagsOf
 	x.loaded = true
 	x.hostsAt, x.allocsAt = now, now
 	return nil
@@ -115,7 +133,7 @@ func (x *index) reloadHosts(ctx context.Context, src Source, g *gorm.DB, now tim
 	x.mu.RUnlock()
 	var rows []allocRow
 	if len(fresh) > 0 {
-		if rows, err = loadAllocs(ctx, g, fresh); err != nil {
+		if rows, err = loadAllocs(ctx, g, fresh, x.withTags); err != nil {
 			return err
 		}
 	}
@@ -223,6 +241,9 @@ func (x *index) addRowsLocked(rows []allocRow) {
 		x.hosts[i].Busy = append(x.hosts[i].Busy, allocator.Interval{Start: r.StartDate.UTC(), End: r.EndDate.UTC()})
 		x.resOf[i] = append(x.resOf[i], r.ReservationID)
 		touched[i] = true
+		if x.withTags && r.LeaseTags != nil {
+			x.setTagsLocked(r.ReservationID, r.LeaseID, decodeLeaseTags(*r.LeaseTags))
+		}
 	}
 	for i := range touched {
 		x.sortHostLocked(i)
@@ -400,4 +421,69 @@ func (x *index) earliest(req allocator.EarliestRequest, match func(info func(id 
 	defer x.mu.RUnlock()
 	req.Match = match(x.info)
 	return allocator.EarliestWindow(allocator.PreparedHosts{Hosts: x.hosts, Bounds: x.bounds, Sorted: x.sorted, Ranks: x.ranks}, req)
+}
+
+// leaseTags are a booked reservation's lease and its tags.
+type leaseTags struct {
+	lease string
+	tags  []string
+}
+
+// setTagsLocked records reservation resID's lease and its tags (no entry
+// for none).
+func (x *index) setTagsLocked(resID, leaseID string, tags []string) {
+	if len(tags) == 0 {
+		return
+	}
+	if x.tagsOf == nil {
+		x.tagsOf = map[string]leaseTags{}
+	}
+	x.tagsOf[resID] = leaseTags{lease: leaseID, tags: tags}
+}
+
+// exclusionBookings lists the bookings overlapping win whose lease has
+// tags (withTags), for allocator.TagRules.WithExclusion; the bookings of
+// lease exclude (its own, counted by the spread already) are left out.
+func (x *index) exclusionBookings(win allocator.Interval, exclude string) []allocator.TaggedBooking {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if len(x.tagsOf) == 0 {
+		return nil
+	}
+	var out []allocator.TaggedBooking
+	for i := range x.hosts {
+		for k, b := range x.hosts[i].Busy {
+			if !b.Start.Before(win.End) || !win.Start.Before(b.End) {
+				continue
+			}
+			if lt, ok := x.tagsOf[x.resOf[i][k]]; ok && (exclude == "" || lt.lease != exclude) {
+				out = append(out, allocator.TaggedBooking{HostID: x.hosts[i].ID, Window: b, Tags: lt.tags})
+			}
+		}
+	}
+	return out
+}
+
+// decodeLeaseTags reads a lease's stored tags (a JSON array of strings;
+// anything else is no tags).
+func decodeLeaseTags(s string) []string {
+	var tags []string
+	if s == "" || json.Unmarshal([]byte(s), &tags) != nil {
+		return nil
+	}
+	return tags
+}
+
+// encodeTags is a lease's tags in their stored form (as the lease service
+// writes them): nil for none.
+func encodeTags(tags []string) *string {
+	if len(tags) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(tags)
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	return &s
 }

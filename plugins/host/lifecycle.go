@@ -61,7 +61,7 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 		}
 		keep = nil
 		if len(held) > 0 {
-			dec, err := p.choose(tx, ps, win, 0, min(ps.max, len(held)), res.ID, func(id string) bool { return heldSet[id] }, nil, false)
+			dec, err := p.choose(tx, lease, ps, win, 0, min(ps.max, len(held)), res.ID, func(id string) bool { return heldSet[id] }, nil, false)
 			if err != nil {
 				return notEnough(err)
 			}
@@ -76,7 +76,7 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 		}
 		if len(keep) < ps.max {
 			need := max(ps.min-len(keep), 0)
-			dec, err := p.choose(tx, ps, win, need, ps.max-len(keep), res.ID, func(id string) bool { return !heldSet[id] }, keep, true)
+			dec, err := p.choose(tx, lease, ps, win, need, ps.max-len(keep), res.ID, func(id string) bool { return !heldSet[id] }, keep, true)
 			if err != nil {
 				var ne *allocator.NotEnoughHostsError
 				if errors.Is(err, plugins.ErrStale) {

@@ -38,6 +38,12 @@ type api struct {
 // allow.
 func start(t *testing.T, allow ...string) *api {
 	t.Helper()
+	return startWith(t, func(cfg *config.Config) { cfg.Blazar.PhysicalHost.AllowMigration = allow })
+}
+
+// startWith is start with the configuration edited by edit.
+func startWith(t *testing.T, edit func(*config.Config)) *api {
+	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	config.Flags(fs)
 	if err := fs.Parse([]string{"--database", dbtest.URL(t), "--auth", "noauth", "--log-level", "error"}); err != nil {
@@ -49,7 +55,7 @@ func start(t *testing.T, allow ...string) *api {
 	}
 	cfg.Blazar.PhysicalHost.FailureDomains = []string{"rack"}
 	cfg.Blazar.PhysicalHost.MigrationClasses = []string{"hv"}
-	cfg.Blazar.PhysicalHost.AllowMigration = allow
+	edit(cfg)
 	cfg.Listen, cfg.PlacementListen = "127.0.0.1:0", ""
 	cfg.ShutdownTimeout = 10 * time.Second
 	s := lhtest.Run(t, cfg)

@@ -148,6 +148,13 @@ func TestBlazarRecordedTraffic(t *testing.T) {
 		`{"name":"imm2","lease_type":"IMMEDIATE","end_date":"`+future(1)+`","reservations":[`+onRack("r4")+`]}`, http.StatusConflict)
 	c.bad("unknown lease type", member, "POST", "/v1/leases",
 		`{"name":"x","lease_type":"SOMETIME","start_date":"now","end_date":"`+future(1)+`"}`, http.StatusBadRequest)
+	tagged := c.call("create lease with tags", member, "POST", "/v1/leases",
+		`{"name":"tagged","tags":["svc:db","team-a"],"start_date":"`+future(20)+`","end_date":"`+future(21)+`","reservations":[`+onRack("r2")+`]}`, http.StatusCreated)
+	if got := field(t, tagged, "lease.tags.1"); got != "team-a" {
+		t.Errorf("lease tags[1] = %q, want team-a", got)
+	}
+	c.bad("tags not a list", member, "POST", "/v1/leases",
+		`{"name":"x","tags":"svc:db","start_date":"`+future(20)+`","end_date":"`+future(21)+`"}`, http.StatusBadRequest)
 
 	// Instance reservations (virtual:instance): slots of one size on the
 	// hosts of pool inst.

@@ -26,6 +26,9 @@ type CreateRequest struct {
 	// lease kind (kinds.go).
 	LeaseType *string
 	Timeout   any
+	// Tags is the JSON value of "tags" (nil when absent): the lease's
+	// tags (tags.go).
+	Tags any
 }
 
 // ReservationRequest is one reservation of a new lease: its type and the
@@ -122,6 +125,10 @@ func (s *Service) planCreate(ctx context.Context, c Caller, req CreateRequest) (
 	if err != nil {
 		return nil, err
 	}
+	tags, err := parseTags(req.Tags)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	startS := req.StartDate
 	if kind.typ != KindSchedule {
@@ -150,7 +157,7 @@ func (s *Service) planCreate(ctx context.Context, c Caller, req CreateRequest) (
 		return nil, plugins.BadRequest("The timeout (%d s) must end before the lease does", kind.timeout)
 	}
 	plan := &createPlan{caller: c, name: *req.Name, kind: kind, now: now,
-		lease: plugins.Lease{ProjectID: c.ProjectID, UserID: c.UserID, Start: start, End: end, Status: StatusPending, Admin: c.Admin}}
+		lease: plugins.Lease{ProjectID: c.ProjectID, UserID: c.UserID, Start: start, End: end, Status: StatusPending, Admin: c.Admin, Tags: tags}}
 	for _, r := range req.Reservations {
 		p, err := s.plugins.Get(*r.ResourceType)
 		if err != nil {
@@ -263,7 +270,7 @@ func (p *createPlan) persist(ctx context.Context, tx *plugins.Tx) (models.Lease,
 	stamp := Stamp(tx.Now)
 	l := models.Lease{ID: uuid.NewString(), Name: p.name, UserID: p.caller.UserID, ProjectID: p.caller.ProjectID,
 		StartDate: p.lease.Start, EndDate: p.lease.End, Status: StatusPending, CreatedAt: stamp, UpdatedAt: &stamp,
-		LeaseType: p.kind.typ}
+		LeaseType: p.kind.typ, Tags: encodeTags(p.lease.Tags)}
 	startNow := p.kind.typ != KindSchedule && !p.clearing
 	switch {
 	case p.clearing:
@@ -337,9 +344,9 @@ func (p *createPlan) view(l *models.Lease, ress []models.Reservation) *View {
 // one plain statement each (no GORM reflection on the creation path).
 func insertLease(tx *plugins.Tx, l *models.Lease) error {
 	_, err := tx.ExecSQL(`INSERT INTO leases
-		(id, name, user_id, project_id, start_date, end_date, trust_id, status, degraded, created_at, updated_at, lease_type, timeout)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		l.ID, l.Name, l.UserID, l.ProjectID, l.StartDate, l.EndDate, l.TrustID, l.Status, l.Degraded, l.CreatedAt, l.UpdatedAt, leaseType(l.LeaseType), l.Timeout)
+		(id, name, user_id, project_id, start_date, end_date, trust_id, status, degraded, created_at, updated_at, lease_type, timeout, tags)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		l.ID, l.Name, l.UserID, l.ProjectID, l.StartDate, l.EndDate, l.TrustID, l.Status, l.Degraded, l.CreatedAt, l.UpdatedAt, leaseType(l.LeaseType), l.Timeout, l.Tags)
 	return err
 }
 

@@ -139,13 +139,14 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 	// lease here and are left out.
 	wg.Go(func() {
 		errs[0] = db.EachRow(ctx, sqlDB, "SELECT l.id, l.name, l.user_id, l.project_id, "+t("l.start_date")+", "+t("l.end_date")+
-			", l.trust_id, l.status, l.degraded, "+t("l.created_at")+", "+t("l.updated_at")+", l.lease_type, l.timeout"+
+			", l.trust_id, l.status, l.degraded, "+t("l.created_at")+", "+t("l.updated_at")+", l.lease_type, l.timeout, l.tags"+
 			" FROM leases l"+where+order("l.created_at, l.id"), args, func(rows *sql.Rows) error {
 			var x listedLease
 			var start, end, created, updated TimeCol
 			var timeout sql.NullInt64
+			var tags sql.NullString
 			if err := rows.Scan(Str{&x.l.ID}, Str{&x.l.Name}, Str{&x.l.UserID}, Str{&x.l.ProjectID}, &start, &end,
-				Str{&x.l.TrustID}, Str{&x.l.Status}, &x.l.Degraded, &created, &updated, Str{&x.l.LeaseType}, &timeout); err != nil {
+				Str{&x.l.TrustID}, Str{&x.l.Status}, &x.l.Degraded, &created, &updated, Str{&x.l.LeaseType}, &timeout, &tags); err != nil {
 				return err
 			}
 			x.l.StartDate, x.l.EndDate, x.l.CreatedAt, x.l.UpdatedAt = start.T, end.T, created.T, updated.Ptr()
@@ -153,6 +154,9 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 			if timeout.Valid {
 				n := int(timeout.Int64)
 				x.l.Timeout = &n
+			}
+			if tags.Valid {
+				x.l.Tags = &tags.String
 			}
 			ls = append(ls, x)
 			return nil

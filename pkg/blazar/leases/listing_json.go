@@ -63,6 +63,14 @@ func (l *listing) appendLease(b []byte, x *listedLease, keys *keyOrder) ([]byte,
 		b = append(b, `,"timeout":`...)
 		b = strconv.AppendInt(b, int64(*x.l.Timeout), 10)
 	}
+	b = append(b, `,"tags":[`...)
+	for j, tag := range decodeTags(x.l.Tags) {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = AppendString(b, tag)
+	}
+	b = append(b, ']')
 	b = append(b, `,"created_at":`...)
 	b = AppendStamp(b, x.l.CreatedAt)
 	b = append(b, `,"updated_at":`...)

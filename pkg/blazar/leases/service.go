@@ -188,7 +188,8 @@ func (c Caller) check(l *models.Lease, rule string) error {
 }
 
 func pluginLease(l *models.Lease, admin bool) plugins.Lease {
-	return plugins.Lease{ID: l.ID, ProjectID: l.ProjectID, UserID: l.UserID, Start: l.StartDate.UTC(), End: l.EndDate.UTC(), Status: l.Status, Admin: admin}
+	return plugins.Lease{ID: l.ID, ProjectID: l.ProjectID, UserID: l.UserID, Start: l.StartDate.UTC(), End: l.EndDate.UTC(), Status: l.Status, Admin: admin,
+		Tags: decodeTags(l.Tags)}
 }
 
 // reservations loads a lease's reservations in creation order.

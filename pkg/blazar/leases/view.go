@@ -23,8 +23,10 @@ type View struct {
 	Degraded  bool    `json:"degraded"`
 	// LeaseType and Timeout are the lease kind (a Leasehold extension;
 	// timeout only for BEST-EFFORT).
-	LeaseType    string        `json:"lease_type"`
-	Timeout      *int          `json:"timeout,omitempty"`
+	LeaseType string `json:"lease_type"`
+	Timeout   *int   `json:"timeout,omitempty"`
+	// Tags are the lease's tags (a Leasehold extension, tags.go).
+	Tags         []string      `json:"tags"`
 	CreatedAt    string        `json:"created_at"`
 	UpdatedAt    *string       `json:"updated_at"`
 	Reservations []Reservation `json:"reservations"`
@@ -125,7 +127,7 @@ func newView(l *models.Lease) *View {
 		ID: l.ID, Name: l.Name, UserID: l.UserID, ProjectID: l.ProjectID,
 		StartDate: FormatDate(l.StartDate), EndDate: FormatDate(l.EndDate),
 		TrustID: strPtr(l.TrustID), Status: l.Status, Degraded: l.Degraded,
-		LeaseType: leaseType(l.LeaseType), Timeout: l.Timeout,
+		LeaseType: leaseType(l.LeaseType), Timeout: l.Timeout, Tags: decodeTags(l.Tags),
 		CreatedAt: FormatStamp(l.CreatedAt), UpdatedAt: stampPtr(l.UpdatedAt),
 		Reservations: []Reservation{}, Events: []EventView{},
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/db"
@@ -190,12 +191,15 @@ type Options struct {
 	EventsChanged func()
 	// Notifier, when set, has the service record usage notifications.
 	Notifier *notify.Notifier
+	// Rules are the host plugin's tag rules (failure domains, exclusion
+	// tags); nil: none.
+	Rules *allocator.TagRules
 }
 
 // New returns a lease service with the host plugin (and the floating-IP
 // plugin when o.FIPs is set) on d.
 func New(d *db.DB, src hostplugin.Source, clock *Clock, o Options) (*leases.Service, *hostplugin.Plugin) {
-	hp := hostplugin.New(src, d.DB, hostplugin.Config{Cleaning: o.Cleaning, DefaultBeforeEnd: o.DefaultBeforeEnd}, clock.Now)
+	hp := hostplugin.New(src, d.DB, hostplugin.Config{Cleaning: o.Cleaning, DefaultBeforeEnd: o.DefaultBeforeEnd, Rules: o.Rules}, clock.Now)
 	ps := []plugins.Plugin{hp}
 	if o.FIPs != nil {
 		ps = append(ps, floatingip.New(o.FIPs))
