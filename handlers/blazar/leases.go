@@ -290,5 +290,6 @@ func decodeUpdate(body map[string]any) (leases.UpdateRequest, error) {
 	if req.Reservations == nil && ress != nil {
 		req.Reservations = []leases.ReservationUpdate{}
 	}
+	req.Tags, req.TagsGiven = body["tags"]
 	return req, nil
 }

@@ -155,6 +155,11 @@ func TestBlazarRecordedTraffic(t *testing.T) {
 	}
 	c.bad("tags not a list", member, "POST", "/v1/leases",
 		`{"name":"x","tags":"svc:db","start_date":"`+future(20)+`","end_date":"`+future(21)+`"}`, http.StatusBadRequest)
+	retagged := c.call("update lease tags", member, "PUT", "/v1/leases/"+field(t, tagged, "lease.id"), `{"tags":["svc:web"]}`, http.StatusOK)
+	if got := field(t, retagged, "lease.tags.0"); got != "svc:web" {
+		t.Errorf("lease tags[0] after the update = %q, want svc:web", got)
+	}
+	c.bad("update tags not a list", member, "PUT", "/v1/leases/"+field(t, tagged, "lease.id"), `{"tags":{"a":1}}`, http.StatusBadRequest)
 
 	// Instance reservations (virtual:instance): slots of one size on the
 	// hosts of pool inst.

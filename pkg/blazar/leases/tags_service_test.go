@@ -148,3 +148,72 @@ func TestLeaseTagsExclusionUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseTagsUpdate: "tags" in a lease update replaces the tags (null
+// clears them), a bad value changes nothing, and a reservation placed
+// again by the same update is placed with the new tags.
+func TestLeaseTagsUpdate(t *testing.T) {
+	rules := allocator.ParseClusterTags([]string{"htools:iextags:svc:"})
+	rules.LocationPrefixes = []string{"rack"}
+	racks := func(i int) map[string]string { return map[string]string{"rack": string(rune('a' + (i-1)/2))} } // 1,2:a 3,4:b
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			d := dbtest.OpenDialect(t, dialect)
+			svc, _ := leasestest.New(d, leasestest.NewHosts(4, racks), leasestest.NewClock(t0), leasestest.Options{Rules: &rules})
+			ctx := context.Background()
+			req := leasestest.Request("first", "2030-01-02 00:00", "2030-01-03 00:00", leasestest.HostReservation(1, 1, "", ""))
+			req.Tags = []any{"svc:db"}
+			first, err := svc.Create(ctx, owner, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := svc.Create(ctx, owner, leasestest.Request("second", "2030-01-05 00:00", "2030-01-06 00:00", leasestest.HostReservation(1, 1, "", "")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tagsOf := func(id string) []string {
+				t.Helper()
+				v, err := svc.Get(ctx, owner, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v.Tags
+			}
+			for _, tc := range []struct {
+				name string
+				tags any
+				want []string
+				code int
+			}{
+				{"set", []any{"team-a", "team-a", "x"}, []string{"team-a", "x"}, 0},
+				{"not a list", "team-a", []string{"team-a", "x"}, 400},
+				{"an empty string", []any{""}, []string{"team-a", "x"}, 400},
+				{"null clears", nil, []string{}, 0},
+				{"set again", []any{"y"}, []string{"y"}, 0},
+				{"empty list clears", []any{}, []string{}, 0},
+			} {
+				_, err := svc.Update(ctx, owner, second.ID, leases.UpdateRequest{Tags: tc.tags, TagsGiven: true})
+				if status(err) != tc.code && !(tc.code == 0 && err == nil) {
+					t.Errorf("%s: %v, want %d", tc.name, err, tc.code)
+				}
+				if got := tagsOf(second.ID); !cmp.Equal(got, tc.want) {
+					t.Errorf("%s: tags %v, want %v", tc.name, got, tc.want)
+				}
+			}
+			// Moved over first's window with first's exclusion tag: rack a
+			// holds first, so rack b (host 3) rather than host 2.
+			if _, err := svc.Update(ctx, owner, second.ID, leases.UpdateRequest{
+				StartDate: leasestest.Str("2030-01-02 06:00"), EndDate: leasestest.Str("2030-01-02 12:00"),
+				Tags: []any{"svc:db"}, TagsGiven: true}); err != nil {
+				t.Fatal(err)
+			}
+			if got := hostsOf(t, svc, second.ID); !cmp.Equal(got, []string{"3"}) {
+				t.Errorf("second after the update on %v, want [3]", got)
+			}
+			if got := tagsOf(second.ID); !cmp.Equal(got, []string{"svc:db"}) {
+				t.Errorf("tags %v after the update", got)
+			}
+			_ = first
+		})
+	}
+}

@@ -13,7 +13,7 @@ import (
 )
 
 // UpdateKeys are the keys a lease update may carry.
-var UpdateKeys = []string{"name", "start_date", "end_date", "before_end_date", "reservations"}
+var UpdateKeys = []string{"name", "start_date", "end_date", "before_end_date", "reservations", "tags"}
 
 // UpdateRequest is a PUT /v1/leases/{id} body. A nil field was absent
 // (dates also when null); the handler has already refused unknown keys and
@@ -24,6 +24,10 @@ type UpdateRequest struct {
 	EndDate       *string
 	BeforeEndDate *string
 	Reservations  []ReservationUpdate
+	// Tags is the JSON value of "tags" when TagsGiven (null clears
+	// them): the lease's new tags (a Leasehold extension).
+	Tags      any
+	TagsGiven bool
 }
 
 // ReservationUpdate is one entry of an update's reservations: the
@@ -34,7 +38,7 @@ type ReservationUpdate struct {
 }
 
 func (r *UpdateRequest) empty() bool {
-	return r.Name == nil && r.StartDate == nil && r.EndDate == nil && r.BeforeEndDate == nil && r.Reservations == nil
+	return r.Name == nil && r.StartDate == nil && r.EndDate == nil && r.BeforeEndDate == nil && r.Reservations == nil && !r.TagsGiven
 }
 
 // updateDates are an update's parsed dates (nil: unchanged).
@@ -58,6 +62,12 @@ func (s *Service) Update(ctx context.Context, c Caller, id string, req UpdateReq
 	dates, err := parseUpdateDates(req, s.now())
 	if err != nil {
 		return nil, err
+	}
+	var tags []string
+	if req.TagsGiven {
+		if tags, err = parseTags(req.Tags); err != nil {
+			return nil, err
+		}
 	}
 	resUpdates := map[string]plugins.Values{}
 	for _, r := range req.Reservations {
@@ -87,7 +97,7 @@ func (s *Service) Update(ctx context.Context, c Caller, id string, req UpdateReq
 	err = s.write(ctx, checkFilters, func(tx *plugins.Tx, _ attempt) error {
 		var err error
 		var stopped bool
-		eventsMoved, stopped, err = s.update(ctx, tx, c, id, req, dates, resUpdates, seen)
+		eventsMoved, stopped, err = s.update(ctx, tx, c, id, req, dates, tags, resUpdates, seen)
 		if err != nil || req.empty() || !s.notifying() {
 			return err
 		}
@@ -153,9 +163,11 @@ func (s *Service) filterUpdate(ctx context.Context, c Caller, l *models.Lease, n
 
 // update is one attempt of an update, in tx. It reports whether events
 // moved, and whether a before_end_lease that had run was set to run
-// again.
+// again. New tags (req.TagsGiven) are stored and are the lease's tags
+// for the reservations placed again by this update; hosts already
+// chosen are not moved for them.
 func (s *Service) update(ctx context.Context, tx *plugins.Tx, c Caller, id string, req UpdateRequest, d updateDates,
-	resUpdates map[string]plugins.Values, seen *models.Lease) (moved, stopped bool, err error) {
+	tags []string, resUpdates map[string]plugins.Values, seen *models.Lease) (moved, stopped bool, err error) {
 	l, err := lockLease(ctx, tx, id)
 	if err != nil {
 		return false, false, err
@@ -172,6 +184,9 @@ func (s *Service) update(ctx context.Context, tx *plugins.Tx, c Caller, id strin
 	updates := map[string]any{"updated_at": Stamp(tx.Now)}
 	if req.Name != nil {
 		updates["name"] = *req.Name
+	}
+	if req.TagsGiven {
+		updates["tags"] = encodeTags(tags)
 	}
 	ress, err := reservations(ctx, tx.DB, id)
 	if err != nil {
@@ -194,6 +209,12 @@ func (s *Service) update(ctx context.Context, tx *plugins.Tx, c Caller, id strin
 	old := pluginLease(l, c.Admin)
 	nl := old
 	nl.Start, nl.End = newStart, newEnd
+	if req.TagsGiven {
+		nl.Tags = tags
+		if nl.Tags == nil {
+			nl.Tags = []string{}
+		}
+	}
 	err = s.eachLive(ress, func(st string) bool { return st != ResDeleted }, func(p plugins.Plugin, r *models.Reservation) error {
 		vals := resUpdates[r.ID]
 		if vals == nil {
