@@ -32,6 +32,17 @@ type ComputeView interface {
 	ServersOnHostDetail(ctx context.Context, hostname string) ([]compute.Server, error)
 }
 
+// serverDirectory is a compute service that can also list every server
+// at once, grouped by host (the nova driver).
+type serverDirectory interface {
+	ServersByHost(ctx context.Context) (map[string][]compute.Server, error)
+}
+
+// perHostListings is the most hosts a read asks about one listing each;
+// above it, one listing of every server is fewer calls (Nova pages of
+// 1,000 servers) than one per host.
+const perHostListings = 2 * serversParallel
+
 // Nova's default initial allocation ratios (its scheduler checks the
 // real ones again when it live-migrates): the plan's capacity of a host
 // is its size times these.
@@ -89,8 +100,9 @@ func (p *Plugin) serversOn(ctx context.Context, names []string) (map[string][]co
 }
 
 // busyNowCompute is busyNow read from the compute service: the view's
-// hosts running a server of another project than project's. One listing
-// per host (a lease holding a host now makes it busy anyway: not asked).
+// hosts running a server of another project than project's (a lease
+// holding a host now makes it busy anyway: not asked). A few hosts are
+// asked one listing each; more, one listing of every server.
 func (p *Plugin) busyNowCompute(ctx context.Context, project string) (map[string]string, error) {
 	now := p.now()
 	p.idx.mu.RLock()
@@ -107,7 +119,13 @@ func (p *Plugin) busyNowCompute(ctx context.Context, project string) (map[string
 		idOf[n] = p.idx.infos[i].ID
 	}
 	p.idx.mu.RUnlock()
-	servers, err := p.serversOn(ctx, names)
+	var servers map[string][]compute.Server
+	var err error
+	if dir, ok := p.cfg.Compute.(serverDirectory); ok && len(names) > perHostListings {
+		servers, err = dir.ServersByHost(ctx)
+	} else {
+		servers, err = p.serversOn(ctx, names)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,9 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,4 +161,77 @@ func TestNovaBusyNowAndPlan(t *testing.T) {
 			t.Errorf("PrepareClearing with no host outside the pools big enough: %v, want a refusal naming s-other", err)
 		}
 	})
+}
+
+// directoryNova is fakeNova that also lists every server at once, and
+// counts the listings of each kind.
+type directoryNova struct {
+	*fakeNova
+	perHost, all atomic.Int32 // the per-host listings run concurrently
+}
+
+func (f *directoryNova) ServersOnHostDetail(ctx context.Context, h string) ([]compute.Server, error) {
+	f.perHost.Add(1)
+	return f.fakeNova.ServersOnHostDetail(ctx, h)
+}
+
+func (f *directoryNova) ServersByHost(context.Context) (map[string][]compute.Server, error) {
+	f.all.Add(1)
+	if f.down {
+		return nil, errs.Unavailablef("Nova: list servers: connection refused")
+	}
+	return f.servers, nil
+}
+
+// TestBusyNowListings: the busy-now check asks about a few hosts one
+// listing each and about many with one listing of every server, with
+// the same answer either way.
+func TestBusyNowListings(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		hosts        int
+		perHost, all int32
+	}{
+		{hosts: 3, perHost: 3},
+		{hosts: perHostListings, perHost: perHostListings},
+		{hosts: perHostListings + 1, all: 1},
+		{hosts: 40, all: 1},
+	} {
+		t.Run(fmt.Sprint(tc.hosts), func(t *testing.T) {
+			src := &novaSource{}
+			nova := &directoryNova{fakeNova: &fakeNova{servers: map[string][]compute.Server{}}}
+			want := map[string]string{}
+			for i := range tc.hosts {
+				name := fmt.Sprintf("c%d", i)
+				src.all = append(src.all, hosts.Host{ID: fmt.Sprint(i), HypervisorHostname: name, ServiceName: name,
+					VCPUs: 8, MemoryMB: 16384, LocalGB: 100, Reservable: true, ExtraCapabilities: map[string]string{}})
+				switch i % 3 {
+				case 0:
+					nova.servers[name] = []compute.Server{{ID: "s" + name, ProjectID: "other"}}
+					want[fmt.Sprint(i)] = "in use by another project now (server s" + name + " on " + name + ")"
+				case 1:
+					nova.servers[name] = []compute.Server{{ID: "s" + name, ProjectID: "mine"}}
+				}
+			}
+			// A server on a host Leasehold does not know changes nothing.
+			nova.servers["elsewhere"] = []compute.Server{{ID: "s-x", ProjectID: "other"}}
+			p := New(src, dbtest.Open(t).DB, Config{ClearHosts: true, Compute: nova, Driver: "nova"}, func() time.Time { return now })
+			if err := p.Refresh(context.Background(), true); err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.busyNowCompute(context.Background(), "mine")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want) == 0 {
+				want = nil
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("busy hosts (-want +got):\n%s", diff)
+			}
+			if nova.perHost.Load() != tc.perHost || nova.all.Load() != tc.all {
+				t.Errorf("%d per-host listings and %d of every server, want %d and %d", nova.perHost.Load(), nova.all.Load(), tc.perHost, tc.all)
+			}
+		})
+	}
 }

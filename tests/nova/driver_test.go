@@ -91,8 +91,8 @@ func TestReservationFlavor(t *testing.T) {
 }
 
 // TestLiveMigrate: a server moved by LiveMigrate runs on the target when
-// it returns, a second call is a no-op, and ServersOnHostDetail lists it
-// there with its owner and flavor size.
+// it returns, a second call is a no-op, and ServersOnHostDetail and
+// ServersByHost list it there with its owner and flavor size.
 func TestLiveMigrate(t *testing.T) {
 	e := RequireEnv(t)
 	n := e.Nova
@@ -141,6 +141,18 @@ func TestLiveMigrate(t *testing.T) {
 	i := slices.IndexFunc(ss, func(s compute.Server) bool { return s.ID == id })
 	if i < 0 || ss[i].ProjectID != e.KS.AdminProjectID || ss[i].FlavorVCPUs != 1 || ss[i].FlavorRAM != 512 || ss[i].FlavorDisk != 1 {
 		t.Errorf("servers on %s: %+v, want %s of the admin project with m1.tiny's size", to, ss, id)
+	}
+	// The one listing of every server files it under the same host, with
+	// the same details.
+	byHost, err := d.ServersByHost(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := slices.IndexFunc(byHost[to], func(s compute.Server) bool { return s.ID == id }); j < 0 || byHost[to][j] != ss[i] {
+		t.Errorf("ServersByHost()[%s] = %+v, want %+v among them", to, byHost[to], ss[i])
+	}
+	if slices.ContainsFunc(byHost[from], func(s compute.Server) bool { return s.ID == id }) {
+		t.Errorf("ServersByHost()[%s] still lists %s after the migration", from, id)
 	}
 	t.Logf("live migration %s → %s took %s", from, to, took.Round(time.Millisecond))
 }

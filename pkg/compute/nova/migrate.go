@@ -92,6 +92,34 @@ func (d *Driver) ServersOnHostDetail(ctx context.Context, hostname string) ([]co
 	return out, nil
 }
 
+// ServersByHost lists the servers of every project in one paginated
+// listing (all_tenants), grouped by service host name; servers on no host
+// (shelved offloaded, never scheduled) are left out. One listing costs
+// less than one per host once a read asks about more than a few hosts.
+func (d *Driver) ServersByHost(ctx context.Context) (map[string][]compute.Server, error) {
+	pages, err := servers.List(d.client, servers.ListOpts{AllTenants: true, Limit: serverPage}).AllPages(ctx)
+	if err != nil {
+		return nil, d.fail(ctx, "list servers", err)
+	}
+	all, err := servers.ExtractServers(pages)
+	if err != nil {
+		return nil, d.fail(ctx, "list servers", err)
+	}
+	out := map[string][]compute.Server{}
+	for _, s := range all {
+		if s.Host == "" {
+			continue
+		}
+		out[s.Host] = append(out[s.Host], compute.Server{ID: s.ID, ProjectID: s.TenantID, Status: s.Status,
+			FlavorVCPUs: number(s.Flavor["vcpus"]), FlavorRAM: number(s.Flavor["ram"]), FlavorDisk: number(s.Flavor["disk"])})
+	}
+	return out, nil
+}
+
+// serverPage is the page size of the every-server listing: Nova's
+// default [api] max_limit, so no page is cut shorter than asked.
+const serverPage = 1000
+
 // number reads a JSON number decoded into an any.
 func number(v any) int64 {
 	if f, ok := v.(float64); ok {
