@@ -350,18 +350,16 @@ func TestBrokerDownRowsWait(t *testing.T) {
 	t.Logf("BROKER DOWN: 3 creates while down, 3 notifications delivered %v after RabbitMQ accepted connections again", time.Since(back).Round(time.Millisecond))
 }
 
-// TestWireFormat: what goes on the wire, read raw from a queue bound
-// beside the listener's, is oslo.messaging's: for messagingv2 the 2.0
-// envelope with exactly oslo.version and oslo.message, for messaging the
-// bare message; JSON, persistent, on exchange openstack with routing key
-// <topic>.info. The oslo.messaging listener accepts both.
-func TestWireFormat(t *testing.T) {
-	r := RequireRabbit(t)
+// rawQueue is a queue of r's own, bound to the info messages of topic on
+// the control exchange: what goes on the wire, before any
+// oslo.messaging consumer reads it. It goes with the test.
+func rawQueue(t *testing.T, r *Rabbit, topic string) <-chan amqp.Delivery {
+	t.Helper()
 	conn, err := amqp.Dial(fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", r.Port))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	ch, err := conn.Channel()
 	if err != nil {
 		t.Fatal(err)
@@ -369,20 +367,31 @@ func TestWireFormat(t *testing.T) {
 	if err := ch.ExchangeDeclare("openstack", "topic", false, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueueBind(q.Name, topic+".info", "openstack", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := ch.Consume(q.Name, "", true, true, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// TestWireFormat: what goes on the wire, read raw from a queue bound
+// beside the listener's, is oslo.messaging's: for messagingv2 the 2.0
+// envelope with exactly oslo.version and oslo.message, for messaging the
+// bare message; JSON, persistent, on exchange openstack with routing key
+// <topic>.info. The oslo.messaging listener accepts both.
+func TestWireFormat(t *testing.T) {
+	r := RequireRabbit(t)
 	for _, driver := range []string{"messagingv2", "messaging"} {
 		t.Run(driver, func(t *testing.T) {
 			topic := "lh_wire_" + driver
-			q, err := ch.QueueDeclare("", false, true, true, false, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := ch.QueueBind(q.Name, topic+".info", "openstack", false, nil); err != nil {
-				t.Fatal(err)
-			}
-			raw, err := ch.Consume(q.Name, "", true, true, false, false, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			raw := rawQueue(t, r, topic)
 			l := StartListener(t, r, topic)
 			rp := startServer(t, r, dbtest.URL(t), driver, topic)
 			now := time.Now()
@@ -561,29 +570,7 @@ func TestRepublishKeepsMessageID(t *testing.T) {
 	r := RequireRabbit(t)
 	// Its own topic each run: the queue named after it outlives the test.
 	topic := "lh_repeat_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:8]
-	conn, err := amqp.Dial(fmt.Sprintf("amqp://guest:guest@127.0.0.1:%d/", r.Port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.ExchangeDeclare("openstack", "topic", false, false, false, false, nil); err != nil {
-		t.Fatal(err)
-	}
-	q, err := ch.QueueDeclare("", false, true, true, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.QueueBind(q.Name, topic+".info", "openstack", false, nil); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := ch.Consume(q.Name, "", true, true, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := rawQueue(t, r, topic)
 	l := StartListener(t, r, topic)
 	n, err := notify.New(notify.Config{Drivers: []string{"messagingv2"}, Topics: []string{topic}, TransportURL: r.URL()})
 	if err != nil {

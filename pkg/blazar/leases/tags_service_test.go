@@ -10,6 +10,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
+	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 )
 
@@ -111,13 +112,9 @@ func TestLeaseTagsExclusion(t *testing.T) {
 // onto a new host spreads it away from the racks of overlapping leases
 // sharing an exclusion tag, and not away from the lease's own hosts.
 func TestLeaseTagsExclusionUpdate(t *testing.T) {
-	rules := allocator.ParseClusterTags([]string{"htools:iextags:svc:"})
-	rules.LocationPrefixes = []string{"rack"}
-	racks := func(i int) map[string]string { return map[string]string{"rack": string(rune('a' + (i-1)/2))} } // 1,2:a 3,4:b
 	for _, dialect := range dbtest.Dialects() {
 		t.Run(string(dialect), func(t *testing.T) {
-			d := dbtest.OpenDialect(t, dialect)
-			svc, _ := leasestest.New(d, leasestest.NewHosts(4, racks), leasestest.NewClock(t0), leasestest.Options{Rules: &rules})
+			svc := fourHostsTwoRacks(t, dialect)
 			mk := func(name, start, end string) *leases.View {
 				t.Helper()
 				req := leasestest.Request(name, start, end, leasestest.HostReservation(1, 1, "", ""))
@@ -153,13 +150,9 @@ func TestLeaseTagsExclusionUpdate(t *testing.T) {
 // clears them), a bad value changes nothing, and a reservation placed
 // again by the same update is placed with the new tags.
 func TestLeaseTagsUpdate(t *testing.T) {
-	rules := allocator.ParseClusterTags([]string{"htools:iextags:svc:"})
-	rules.LocationPrefixes = []string{"rack"}
-	racks := func(i int) map[string]string { return map[string]string{"rack": string(rune('a' + (i-1)/2))} } // 1,2:a 3,4:b
 	for _, dialect := range dbtest.Dialects() {
 		t.Run(string(dialect), func(t *testing.T) {
-			d := dbtest.OpenDialect(t, dialect)
-			svc, _ := leasestest.New(d, leasestest.NewHosts(4, racks), leasestest.NewClock(t0), leasestest.Options{Rules: &rules})
+			svc := fourHostsTwoRacks(t, dialect)
 			ctx := context.Background()
 			req := leasestest.Request("first", "2030-01-02 00:00", "2030-01-03 00:00", leasestest.HostReservation(1, 1, "", ""))
 			req.Tags = []any{"svc:db"}
@@ -216,4 +209,14 @@ func TestLeaseTagsUpdate(t *testing.T) {
 			_ = first
 		})
 	}
+}
+
+// fourHostsTwoRacks is a lease service on dialect with hosts 1 and 2 in
+// rack a, 3 and 4 in rack b, and svc: tags as exclusion tags.
+func fourHostsTwoRacks(t *testing.T, dialect db.Dialect) *leases.Service {
+	rules := allocator.ParseClusterTags([]string{"htools:iextags:svc:"})
+	rules.LocationPrefixes = []string{"rack"}
+	racks := func(i int) map[string]string { return map[string]string{"rack": string(rune('a' + (i-1)/2))} }
+	svc, _ := leasestest.New(dbtest.OpenDialect(t, dialect), leasestest.NewHosts(4, racks), leasestest.NewClock(t0), leasestest.Options{Rules: &rules})
+	return svc
 }
