@@ -319,7 +319,8 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 			slotHosts = append(slotHosts, allocator.SlotHost{ID: h.ID, Free: free, Capacity: capa, Held: held[h.ID]})
 		}
 	}
-	dec, err := allocator.ChooseSlots(slotHosts, allocator.SlotRequest{Size: ps.size, Amount: ps.amount, Affinity: ps.affinity, Sizes: sizes})
+	dec, err := allocator.ChooseSlots(slotHosts, allocator.SlotRequest{Size: ps.size, Amount: ps.amount, Affinity: ps.affinity, Sizes: sizes,
+		WholeReservePercent: p.cfg.WholeReservePercent, MatchingHosts: len(matching)})
 	return dec, tops, err
 }
 

@@ -121,7 +121,8 @@ func (p *Plugin) sweep(ctx context.Context, tx *plugins.Tx, matching []*hosts.Ho
 	for i, h := range matching {
 		tls[i] = allocator.SlotTimeline{ID: h.ID, Capacity: capacityOf(h, caps), Bookings: byHost[h.ID]}
 	}
-	t, found, err := allocator.EarliestSlots(tls, allocator.SlotRequest{Size: ps.size, Amount: ps.amount, Affinity: ps.affinity},
+	t, found, err := allocator.EarliestSlots(tls, allocator.SlotRequest{Size: ps.size, Amount: ps.amount, Affinity: ps.affinity,
+		WholeReservePercent: p.cfg.WholeReservePercent},
 		allocator.SlotWindow{After: after, NotAfter: notAfter, Duration: d, Cleaning: p.cfg.Cleaning})
 	if errors.Is(err, allocator.ErrInvalidRequest) {
 		return time.Time{}, false, plugins.BadRequest("%s", err.Error())
