@@ -146,11 +146,25 @@ var (
 	allocRes   = simPlacer{allocator: true, reserve: allocator.DefaultWholeReservePercent}
 )
 
-// simulate places the trace on nHosts hosts and returns the accepted
-// leases per size.
-func simulate(trace []simLease, nHosts int, pl simPlacer) [4]int {
+// simResult is what simulate accepted: leases per size (1/8, 1/4, 1/2,
+// whole), and VCPU-hours over all sizes (the capacity sold).
+type simResult struct {
+	bySize    [4]int
+	vcpuHours int64
+}
+
+// add adds o to r.
+func (r *simResult) add(o simResult) {
+	for i := range r.bySize {
+		r.bySize[i] += o.bySize[i]
+	}
+	r.vcpuHours += o.vcpuHours
+}
+
+// simulate places the trace on nHosts hosts and returns what it accepted.
+func simulate(trace []simLease, nHosts int, pl simPlacer) simResult {
 	books := make([][]simBooking, nHosts)
-	var accepted [4]int
+	var accepted simResult
 	ids := make([]string, nHosts)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("h%03d", i)
@@ -206,7 +220,8 @@ func simulate(trace []simLease, nHosts int, pl simPlacer) [4]int {
 		if got == nil {
 			continue
 		}
-		accepted[l.size]++
+		accepted.bySize[l.size]++
+		accepted.vcpuHours += (l.end - l.start) * int64(l.amount) * size.VCPUs
 		for i, n := range got {
 			books[i] = append(books[i], simBooking{start: l.start, end: l.end, size: size, slots: int64(n)})
 		}
@@ -267,36 +282,42 @@ func TestQualityAgainstFirstFit(t *testing.T) {
 		t.Skip("simulation of 3,000 leases per trace")
 	}
 	for _, o := range simOrders {
-		var base, on, off [4]int
+		var base, on, off simResult
 		for _, seed := range simSeeds {
 			trace := o.order(simTrace(seed, simLeases))
 			b, r, n := simulate(trace, simHosts, firstFit), simulate(trace, simHosts, allocRes), simulate(trace, simHosts, allocNoRes)
 			ceiling := simulate(wholeFirst(trace), simHosts, allocNoRes)
 			t.Logf("%s order, seed %d, accepted by size (1/8, 1/4, 1/2, whole): first fit %v, allocator with the reserve %v, without %v; whole-host leases accepted when placed first %d",
-				o.name, seed, b, r, n, ceiling[3])
-			for i := range 4 {
-				base[i] += b[i]
-				on[i] += r[i]
-				off[i] += n[i]
-			}
+				o.name, seed, b.bySize, r.bySize, n.bySize, ceiling.bySize[3])
+			base.add(b)
+			on.add(r)
+			off.add(n)
 		}
-		t.Logf("%s order over %d traces: first fit %v; reserve %d %%: %v (whole %+.1f %%, 1/8 %+.1f %%, 1/4 %+.1f %%, 1/2 %+.1f %%); reserve off: %v (whole %+.1f %%, 1/8 %+.1f %%, 1/4 %+.1f %%, 1/2 %+.1f %%)",
-			o.name, len(simSeeds), base, allocRes.reserve, on, gain(on[3], base[3]), gain(on[0], base[0]), gain(on[1], base[1]), gain(on[2], base[2]),
-			off, gain(off[3], base[3]), gain(off[0], base[0]), gain(off[1], base[1]), gain(off[2], base[2]))
-		if g := gain(on[3], base[3]); g < 20 {
-			t.Errorf("%s order, reserve %d %%: allocator %d whole-host leases, first fit %d: %+.1f %%, want >= +20 %%", o.name, allocRes.reserve, on[3], base[3], g)
+		for _, c := range []struct {
+			name string
+			r    simResult
+		}{{fmt.Sprintf("reserve %d %%", allocRes.reserve), on}, {"reserve off", off}} {
+			g := c.r.bySize
+			t.Logf("%s order over %d traces, %s: %v to first fit's %v: whole %+.1f %%, 1/8 %+.1f %%, 1/4 %+.1f %%, 1/2 %+.1f %%, VCPU-hours %+.1f %%",
+				o.name, len(simSeeds), c.name, g, base.bySize, gain(g[3], base.bySize[3]), gain(g[0], base.bySize[0]), gain(g[1], base.bySize[1]), gain(g[2], base.bySize[2]),
+				gain64(c.r.vcpuHours, base.vcpuHours))
 		}
-		switch g := gain(off[3], base[3]); {
+		if g := gain(on.bySize[3], base.bySize[3]); g < 20 {
+			t.Errorf("%s order, reserve %d %%: allocator %d whole-host leases, first fit %d: %+.1f %%, want >= +20 %%", o.name, allocRes.reserve, on.bySize[3], base.bySize[3], g)
+		}
+		switch g := gain(off.bySize[3], base.bySize[3]); {
 		case o.name == "startorder" && g < 20:
-			t.Errorf("start order, no reserve: allocator %d whole-host leases, first fit %d: %+.1f %%, want >= +20 %%", off[3], base[3], g)
+			t.Errorf("start order, no reserve: allocator %d whole-host leases, first fit %d: %+.1f %%, want >= +20 %%", off.bySize[3], base.bySize[3], g)
 		case g < -2:
-			t.Errorf("%s order, no reserve: allocator %d whole-host leases, first fit %d: %+.1f %%", o.name, off[3], base[3], g)
+			t.Errorf("%s order, no reserve: allocator %d whole-host leases, first fit %d: %+.1f %%", o.name, off.bySize[3], base.bySize[3], g)
 		}
 	}
 }
 
 // gain is a's percentage over b.
-func gain(a, b int) float64 {
+func gain(a, b int) float64 { return gain64(int64(a), int64(b)) }
+
+func gain64(a, b int64) float64 {
 	if b == 0 {
 		return 0
 	}
@@ -306,11 +327,12 @@ func gain(a, b int) float64 {
 // BenchmarkQuality reports, on the benchmark's seeded trace in both
 // arrival orders, the leases accepted per size by first fit and by the
 // allocator with the whole-host reserve at its default ("alloc") and off
-// ("alloc0"), and each size's gain over first fit ("%gain-…": the whole
-// size is the target, the smaller ones what the reserve costs them).
+// ("alloc0"), each size's gain over first fit ("%gain-…": the whole size
+// is the target, the smaller ones what the reserve costs them), and the
+// gain in VCPU-hours accepted over all sizes ("%vcpuh-gain-…").
 func BenchmarkQuality(b *testing.B) {
 	names := []string{"eighth", "quarter", "half", "whole"}
-	type result struct{ base, on, off [4]int }
+	type result struct{ base, on, off simResult }
 	res := make([]result, len(simOrders))
 	traces := make([][]simLease, len(simOrders))
 	for i, o := range simOrders {
@@ -325,11 +347,13 @@ func BenchmarkQuality(b *testing.B) {
 		r := res[i]
 		for k, n := range names {
 			suffix := n + "-" + o.name
-			b.ReportMetric(float64(r.base[k]), "firstfit-"+suffix)
-			b.ReportMetric(float64(r.on[k]), "alloc-"+suffix)
-			b.ReportMetric(float64(r.off[k]), "alloc0-"+suffix)
-			b.ReportMetric(gain(r.on[k], r.base[k]), "%gain-"+suffix)
-			b.ReportMetric(gain(r.off[k], r.base[k]), "%gain0-"+suffix)
+			b.ReportMetric(float64(r.base.bySize[k]), "firstfit-"+suffix)
+			b.ReportMetric(float64(r.on.bySize[k]), "alloc-"+suffix)
+			b.ReportMetric(float64(r.off.bySize[k]), "alloc0-"+suffix)
+			b.ReportMetric(gain(r.on.bySize[k], r.base.bySize[k]), "%gain-"+suffix)
+			b.ReportMetric(gain(r.off.bySize[k], r.base.bySize[k]), "%gain0-"+suffix)
 		}
+		b.ReportMetric(gain64(r.on.vcpuHours, r.base.vcpuHours), "%vcpuh-gain-"+o.name)
+		b.ReportMetric(gain64(r.off.vcpuHours, r.base.vcpuHours), "%vcpuh-gain0-"+o.name)
 	}
 }
