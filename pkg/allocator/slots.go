@@ -120,7 +120,7 @@ type SlotRequest struct {
 	// opens a host entirely free in the window only while more than that
 	// many are. Not restricted: slots of which a host holds only one
 	// (whole-host sized on it), and affinity true filling a host. 0 takes
-	// every free host. See wholeReserve.
+	// every free host. See slots_reserve.go.
 	WholeReservePercent int
 	// MatchingHosts is the number of hosts the reserve is a share of:
 	// every host matching the request, those left out of the list (busy
