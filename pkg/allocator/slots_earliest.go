@@ -57,8 +57,8 @@ type SlotWindow struct {
 // true), that many hosts with room for one (false), or that much room in
 // all (nil), room being each host's capacity minus the per-resource peak
 // of its bookings overlapping the window (with cleaning), the whole-host
-// reserve (req.WholeReservePercent of len(hosts)) counted as ChooseSlots
-// counts it. false when no such window starts by w.NotAfter. Pure and
+// reserve (req.WholeReservePercent of req.MatchingHosts, 0: len(hosts))
+// counted as ChooseSlots counts it. false when no such window starts by w.NotAfter. Pure and
 // deterministic.
 func EarliestSlots(hosts []SlotTimeline, req SlotRequest, w SlotWindow) (time.Time, bool, error) {
 	if req.Amount < 1 {
@@ -152,7 +152,11 @@ type slotSweep struct {
 func newSlotSweep(hosts []SlotTimeline, req SlotRequest) *slotSweep {
 	sw := &slotSweep{hosts: hosts, req: req, inWin: make([][]SlotBooking, len(hosts)), room: make([]int, len(hosts)),
 		free: make([]bool, len(hosts)), isDirty: make([]bool, len(hosts))}
-	sw.keep = reserveCount(len(hosts), req.WholeReservePercent)
+	matching := req.MatchingHosts
+	if matching <= 0 {
+		matching = len(hosts)
+	}
+	sw.keep = reserveCount(matching, req.WholeReservePercent)
 	if sw.keep > 0 {
 		sw.closable = make([]bool, len(hosts))
 		sw.roomRank = make([]int, len(hosts))

@@ -237,7 +237,8 @@ func TestChooseSlotsWholeReserveKeeps(t *testing.T) {
 // TestEarliestSlotsAgreesWithChooseSlots: with the whole-host reserve on,
 // the window EarliestSlots offers is one ChooseSlots accepts (the hosts
 // at that start as the plugin builds them: use minute by minute, a host
-// with a whole-host booking left out but counted as matching), and
+// with a whole-host booking left out but counted as matching, as are
+// some hosts neither sees), and
 // ChooseSlots refuses every earlier start the search checks (After and
 // the ends of bookings, cleaning after them).
 func TestEarliestSlotsAgreesWithChooseSlots(t *testing.T) {
@@ -266,6 +267,9 @@ func TestEarliestSlotsAgreesWithChooseSlots(t *testing.T) {
 		case 2:
 			req.Affinity = boolp(false)
 		}
+		// Matching hosts the caller left out (a lease's other
+		// reservations hold them).
+		req.MatchingHosts = len(hosts) + rapid.IntRange(0, 4).Draw(t, "others")
 		after, d, c := rapid.IntRange(0, 30).Draw(t, "after"), rapid.IntRange(1, 15).Draw(t, "dur"), rapid.IntRange(0, 3).Draw(t, "clean")
 		w := SlotWindow{After: slotAt(after), Duration: time.Duration(d) * time.Minute, Cleaning: time.Duration(c) * time.Minute}
 		notAfter := -1
@@ -282,9 +286,7 @@ func TestEarliestSlotsAgreesWithChooseSlots(t *testing.T) {
 				}
 				shs = append(shs, SlotHost{ID: h.ID, Capacity: h.Capacity, Free: h.Capacity.Sub(peak, 1)})
 			}
-			r := req
-			r.MatchingHosts = len(hosts)
-			_, err := ChooseSlots(shs, r)
+			_, err := ChooseSlots(shs, req)
 			return err == nil
 		}
 		got, found, err := EarliestSlots(hosts, req, w)
