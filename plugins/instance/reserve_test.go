@@ -38,3 +38,34 @@ func TestWholeHostReserve(t *testing.T) {
 		}
 	})
 }
+
+// TestWholeHostReserveWithHostReservation: a lease of one whole host and
+// one small slot, with 2 of 10 hosts kept whole and only 3 entirely free:
+// the host reservation takes one of them, which still counts among the
+// matching hosts, so the slot must wait as well; the earliest window and
+// the create at "earliest" agree on when.
+func TestWholeHostReserveWithHostReservation(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newEnvWith(t, d, 10, nil, instance.Config{DB: d, WholeReservePercent: 20})
+		ctx := context.Background()
+		e.mustCreate(t, "seven", "2030-01-02 00:00", "2030-01-03 00:00", instanceRes(7, 8, 16384, 800, nil))
+		res := []map[string]any{leasestest.HostReservation(1, 1, "", ""), instanceRes(1, 1, 1024, 10, nil)}
+		if _, err := e.create(t, "now", "2030-01-02 12:00", "2030-01-02 14:00", res...); kindOf(err) != errs.NotEnoughResources {
+			t.Fatalf("create in the window: %v, want NotEnoughResources", err)
+		}
+		var rrs []leases.ReservationRequest
+		for _, r := range res {
+			rrs = append(rrs, leasestest.Reservation(r))
+		}
+		win, err := e.svc.Earliest(ctx, owner, leases.EarliestRequest{After: strp("2030-01-02 12:00"), Duration: 2 * time.Hour, Reservations: rrs})
+		if err != nil || win.StartDate != "2030-01-03T00:00:00.000000" {
+			t.Fatalf("earliest: %+v, %v; want 2030-01-03 00:00", win, err)
+		}
+		req := leasestest.Request("late", "earliest", "", res...)
+		req.EndDate = nil
+		v, err := e.svc.CreateEarliest(ctx, owner, req, strp("2030-01-02 12:00"), 2*time.Hour)
+		if err != nil || v.StartDate != "2030-01-03T00:00:00.000000" {
+			t.Fatalf("created: %v, %v; want at 2030-01-03 00:00", v, err)
+		}
+	})
+}
