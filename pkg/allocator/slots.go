@@ -113,6 +113,19 @@ type SlotRequest struct {
 	// Sizes are the policy sizes of the lost-allocations metric (the
 	// instance sizes in use, or configured); Size is added when missing.
 	Sizes []SlotSize
+	// WholeReservePercent keeps whole hosts for whole-host requests
+	// (trunk reservation, as HostRequest.ReservePercent does for bigger
+	// hosts): that share of the matching hosts (rounded down) must stay
+	// entirely free in the window, so a request smaller than a whole host
+	// opens a host entirely free in the window only while more than that
+	// many are. Not restricted: slots of which a host holds only one
+	// (whole-host sized on it), and affinity true filling a host. 0 takes
+	// every free host. See slots_reserve.go.
+	WholeReservePercent int
+	// MatchingHosts is the number of hosts the reserve is a share of:
+	// every host matching the request, those left out of the list (busy
+	// with a whole-host reservation) included; 0 means len(hosts).
+	MatchingHosts int
 }
 
 // SlotDecision is the outcome of ChooseSlots.
@@ -140,6 +153,10 @@ type NotEnoughSlotsError struct {
 	// HeldLost is set when slots the reservation already holds no
 	// longer fit (the window grew into other reservations).
 	HeldLost bool
+	// Kept is the number of entirely free hosts the request could not
+	// open, kept whole for whole-host requests
+	// (SlotRequest.WholeReservePercent, given as ReservePercent).
+	Kept, ReservePercent int
 }
 
 func (e *NotEnoughSlotsError) Error() string {
@@ -152,15 +169,24 @@ func (e *NotEnoughSlotsError) Error() string {
 		slots = "slot"
 	}
 	head := fmt.Sprintf("Not enough hosts available: %d %s of %s needed", e.Needed, slots, e.Size)
+	var msg string
 	switch {
 	case e.HeldLost:
 		return fmt.Sprintf("%s, but the slots already held no longer fit in the new window on %d %s", head, e.Hosts, hosts)
 	case e.Affinity != nil && *e.Affinity:
-		return fmt.Sprintf("%s on one host (affinity), at most %d free on one host in the window, %d %s", head, e.MaxOnOne, e.Hosts, hosts)
+		msg = fmt.Sprintf("%s on one host (affinity), at most %d free on one host in the window, %d %s", head, e.MaxOnOne, e.Hosts, hosts)
 	case e.Affinity != nil:
-		return fmt.Sprintf("%s on distinct hosts (anti-affinity), %d of the %d %s have a free slot in the window", head, e.WithSlot, e.Hosts, hosts)
+		msg = fmt.Sprintf("%s on distinct hosts (anti-affinity), %d of the %d %s have a free slot in the window", head, e.WithSlot, e.Hosts, hosts)
+	default:
+		msg = fmt.Sprintf("%s, %d free in the window on %d %s", head, e.Free, e.Hosts, hosts)
 	}
-	return fmt.Sprintf("%s, %d free in the window on %d %s", head, e.Free, e.Hosts, hosts)
+	switch e.Kept {
+	case 0:
+		return msg
+	case 1:
+		return fmt.Sprintf("%s, of which 1 host kept whole for whole-host requests (whole_host_reserve_percent=%d)", msg, e.ReservePercent)
+	}
+	return fmt.Sprintf("%s, of which %d hosts kept whole for whole-host requests (whole_host_reserve_percent=%d)", msg, e.Kept, e.ReservePercent)
 }
 
 // policySizes are the sizes of the metric, largest first (by disk, then
@@ -290,17 +316,34 @@ func ChooseSlots(hosts []SlotHost, req SlotRequest) (SlotDecision, error) {
 	if ne.HeldLost {
 		return dec, ne
 	}
+	if req.WholeReservePercent < 0 || req.WholeReservePercent > 100 {
+		return dec, fmt.Errorf("%w: whole-host reserve percent %d is not within 0..100", ErrInvalidRequest, req.WholeReservePercent)
+	}
+	res := newSlotReserve(hosts, req)
+	if res != nil {
+		ne.Kept, ne.ReservePercent = res.kept, req.WholeReservePercent
+	}
 	need := req.Amount - held
 	switch {
 	case req.Affinity != nil && *req.Affinity:
-		if !chooseOne(hosts, free, placed, sizes, req.Size, need, heldHosts > 0) {
+		if !chooseOne(hosts, free, placed, sizes, req.Size, need, heldHosts > 0, res) {
 			return dec, ne
 		}
 	default:
 		anti := req.Affinity != nil
-		if !chooseEach(hosts, free, placed, sizes, req.Size, need, anti) {
+		f, p := slices.Clone(free), slices.Clone(placed)
+		ok := chooseEach(hosts, f, p, sizes, req.Size, need, anti, res)
+		if !ok && !anti && res != nil && res.limit > 0 {
+			// The metric may have opened closed hosts with little room
+			// first; the most the reserve allows is the limit's roomiest
+			// ones (what EarliestSlots counts).
+			f, p = slices.Clone(free), slices.Clone(placed)
+			ok = chooseEach(hosts, f, p, sizes, req.Size, need, anti, res.roomiest(free, req.Size))
+		}
+		if !ok {
 			return dec, ne
 		}
+		placed = p
 	}
 	for i, h := range hosts {
 		if placed[i] > 0 {
@@ -313,11 +356,11 @@ func ChooseSlots(hosts []SlotHost, req SlotRequest) (SlotDecision, error) {
 
 // chooseOne puts need slots on one host: the one already holding slots
 // when onHeld, else the cheapest that has room for all of them.
-func chooseOne(hosts []SlotHost, free []SlotSize, placed []int, sizes []SlotSize, size SlotSize, need int, onHeld bool) bool {
+func chooseOne(hosts []SlotHost, free []SlotSize, placed []int, sizes []SlotSize, size SlotSize, need int, onHeld bool, res *slotReserve) bool {
 	best := -1
 	var bs, sc slotScore
 	for i := range hosts {
-		if onHeld && placed[i] == 0 {
+		if onHeld && placed[i] == 0 || res.shut(i, placed) {
 			continue
 		}
 		if need > 0 && free[i].Fits(size) < need {
@@ -339,8 +382,8 @@ func chooseOne(hosts []SlotHost, free []SlotSize, placed []int, sizes []SlotSize
 
 // chooseEach places need slots one at a time on the cheapest host; with
 // anti, never two on one host (nor on a host holding one already), and
-// spread over failure domains first.
-func chooseEach(hosts []SlotHost, free []SlotSize, placed []int, sizes []SlotSize, size SlotSize, need int, anti bool) bool {
+// spread over failure domains first; never on a host res keeps shut.
+func chooseEach(hosts []SlotHost, free []SlotSize, placed []int, sizes []SlotSize, size SlotSize, need int, anti bool, res *slotReserve) bool {
 	var domainLoad map[string]int
 	if anti {
 		domainLoad = map[string]int{}
@@ -366,7 +409,7 @@ func chooseEach(hosts []SlotHost, free []SlotSize, placed []int, sizes []SlotSiz
 	for ; need > 0; need-- {
 		best := -1
 		for i := range hosts {
-			if !valid[i] {
+			if !valid[i] || res.shut(i, placed) {
 				continue
 			}
 			if anti {
@@ -382,6 +425,7 @@ func chooseEach(hosts []SlotHost, free []SlotSize, placed []int, sizes []SlotSiz
 		if best < 0 {
 			return false
 		}
+		res.opening(best, placed)
 		placed[best]++
 		free[best] = free[best].Sub(size, 1)
 		if anti && hosts[best].Domain != "" {

@@ -13,6 +13,7 @@ import (
 //	[physical:host] cleaning_time, before_end, randomize_host_selection
 //	                (and Leasehold's failure_domains, migration_classes,
 //	                allow_migration)
+//	[virtual:instance] Leasehold's whole_host_reserve_percent
 //	[enforcement] enabled_filters, max_lease_duration, …
 //
 // In YAML/TOML the same keys nest under manager:, "physical:host": and
@@ -26,6 +27,8 @@ type Blazar struct {
 	PhysicalHost PhysicalHost  `mapstructure:"physical:host"`
 	Enforcement  Enforcement   `mapstructure:"enforcement"`
 	Events       EventsManager `mapstructure:"events"`
+
+	VirtualInstance VirtualInstance `mapstructure:"virtual:instance"`
 }
 
 // Manager is blazar.conf's [manager] section.
@@ -74,6 +77,18 @@ type PhysicalHost struct {
 	BigHostReservePercent int `mapstructure:"big_host_reserve_percent"`
 }
 
+// VirtualInstance is the [virtual:instance] section (the instance
+// reservation plugin's, named after its resource type as [physical:host]
+// is).
+type VirtualInstance struct {
+	// WholeHostReservePercent (Leasehold) keeps this share of the hosts
+	// matching an instance reservation whole for whole-host requests: a
+	// reservation of slots smaller than a whole host takes a host
+	// entirely free in its window only while more than that many are.
+	// 0 turns it off.
+	WholeHostReservePercent int `mapstructure:"whole_host_reserve_percent"`
+}
+
 // Enforcement is blazar.conf's [enforcement] section.
 type Enforcement struct {
 	// EnabledFilters lists MaxLeaseDurationFilter and/or
@@ -116,6 +131,7 @@ func init() {
 		"physical:host.migration_classes":                    []string{},
 		"physical:host.allow_migration":                      []string{},
 		"physical:host.big_host_reserve_percent":             15, // allocator.DefaultReservePercent
+		"virtual:instance.whole_host_reserve_percent":        12, // allocator.DefaultWholeReservePercent
 		"enforcement.enabled_filters":                        []string{},
 		"enforcement.max_lease_duration":                     -1,
 		"enforcement.max_lease_duration_exempt_project_ids":  []string{},
@@ -150,6 +166,9 @@ func (b *Blazar) Normalize() error {
 	b.PhysicalHost.AllowMigration = splitList(b.PhysicalHost.AllowMigration)
 	if p := b.PhysicalHost.BigHostReservePercent; p < 0 || p > 100 {
 		return fmt.Errorf("config: physical:host.big_host_reserve_percent %d: want 0..100", p)
+	}
+	if p := b.VirtualInstance.WholeHostReservePercent; p < 0 || p > 100 {
+		return fmt.Errorf("config: virtual:instance.whole_host_reserve_percent %d: want 0..100", p)
 	}
 	for _, r := range b.PhysicalHost.AllowMigration {
 		from, to, ok := strings.Cut(r, "::")

@@ -23,6 +23,8 @@ func TestBlazarDefaults(t *testing.T) {
 		PhysicalHost: PhysicalHost{CleaningTime: -1, BigHostReservePercent: 15},
 		Enforcement:  Enforcement{MaxLeaseDuration: -1},
 		Events:       EventsManager{PollInterval: "1s", ClaimTimeout: "5m"},
+
+		VirtualInstance: VirtualInstance{WholeHostReservePercent: 12},
 	}
 	if diff := cmp.Diff(want, c.Blazar); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -47,6 +49,9 @@ cleaning_time = 10
 failure_domains = rack, power
 migration_classes = hv
 allow_migration = hv:old::hv:new
+
+[virtual:instance]
+whole_host_reserve_percent = 25
 
 [enforcement]
 enabled_filters = MaxLeaseDurationFilter,ExternalServiceFilter
@@ -79,6 +84,8 @@ external_service_on_end_endpoint = http://example.test/end
 			ExternalServiceOnEndEndpoint:     "http://example.test/end",
 		},
 		Events: EventsManager{PollInterval: "1s", ClaimTimeout: "5m"},
+
+		VirtualInstance: VirtualInstance{WholeHostReservePercent: 25},
 	}
 	if diff := cmp.Diff(want, c.Blazar); diff != "" {
 		t.Errorf("blazar.conf (-want +got):\n%s", diff)
@@ -95,10 +102,23 @@ func TestBlazarNormalizeRejects(t *testing.T) {
 		{PhysicalHost: PhysicalHost{AllowMigration: []string{"::hv:new"}}},
 		{PhysicalHost: PhysicalHost{BigHostReservePercent: -1}},
 		{PhysicalHost: PhysicalHost{BigHostReservePercent: 101}},
+		{VirtualInstance: VirtualInstance{WholeHostReservePercent: -1}},
+		{VirtualInstance: VirtualInstance{WholeHostReservePercent: 101}},
 		{Enforcement: Enforcement{EnabledFilters: []string{"MaxReservationLengthFilter"}}},
 	} {
 		if err := b.Normalize(); err == nil {
 			t.Errorf("Normalize(%+v) = nil, want an error", b)
+		}
+	}
+}
+
+// TestBlazarWholeHostReserveBounds: 0 (off) and 100 are accepted, the
+// values just outside are not.
+func TestBlazarWholeHostReserveBounds(t *testing.T) {
+	for p, ok := range map[int]bool{-1: false, 0: true, 1: true, 100: true, 101: false} {
+		b := Blazar{VirtualInstance: VirtualInstance{WholeHostReservePercent: p}}
+		if err := b.Normalize(); (err == nil) != ok {
+			t.Errorf("whole_host_reserve_percent %d: err = %v, want ok %v", p, err, ok)
 		}
 	}
 }

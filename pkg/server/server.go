@@ -212,6 +212,8 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		CheckHosts: hosts.ReservableTx,
 		Flavors:    drv.Name() != "standalone",
 		DB:         d,
+
+		WholeReservePercent: bc.VirtualInstance.WholeHostReservePercent,
 	})
 	types := []plugins.Plugin{
 		hostplugin.New(s.Hosts, d.DB, hostplugin.Config{

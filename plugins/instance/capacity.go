@@ -227,9 +227,13 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, lo, hi time.Time, resID string, held map[string]int, excluded map[string]bool) (allocator.SlotDecision, map[string]allocator.SlotSize, error) {
 	var matching []*hosts.Host
 	seen := map[string]bool{}
+	nExcluded := 0 // excluded hosts still match: the reserve counts them
 	for i := range all {
 		h := &all[i]
 		if excluded[h.ID] {
+			if ok, _ := ps.query.Match(h.Lookup); ok {
+				nExcluded++
+			}
 			continue
 		}
 		if held[h.ID] == 0 {
@@ -319,7 +323,8 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 			slotHosts = append(slotHosts, allocator.SlotHost{ID: h.ID, Free: free, Capacity: capa, Held: held[h.ID]})
 		}
 	}
-	dec, err := allocator.ChooseSlots(slotHosts, allocator.SlotRequest{Size: ps.size, Amount: ps.amount, Affinity: ps.affinity, Sizes: sizes})
+	dec, err := allocator.ChooseSlots(slotHosts, allocator.SlotRequest{Size: ps.size, Amount: ps.amount, Affinity: ps.affinity, Sizes: sizes,
+		WholeReservePercent: p.cfg.WholeReservePercent, MatchingHosts: len(matching) + nExcluded})
 	return dec, tops, err
 }
 

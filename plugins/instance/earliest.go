@@ -62,14 +62,15 @@ func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfte
 	}
 	var matching []*hosts.Host
 	var ids []string
+	nMatch := 0 // taken hosts included, as the create counts them for the reserve
 	for i := range all {
 		h := &all[i]
-		if out[h.ID] {
-			continue
-		}
 		if ok, _ := ps.query.Match(h.Lookup); ok {
-			matching = append(matching, h)
-			ids = append(ids, h.ID)
+			nMatch++
+			if !out[h.ID] {
+				matching = append(matching, h)
+				ids = append(ids, h.ID)
+			}
 		}
 	}
 	if len(ids) == 0 {
@@ -90,18 +91,19 @@ func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfte
 	// Most requests fit at once: the bookings of the first window decide
 	// that (a search with the latest start at after checks only it); the
 	// rest of the timeline is read only when they do not.
-	if t, found, err := p.sweep(ctx, tx, matching, scan, caps, ps, lo, after.Add(d+p.cfg.Cleaning), after, after, d); err != nil || found {
+	if t, found, err := p.sweep(ctx, tx, matching, nMatch, scan, caps, ps, lo, after.Add(d+p.cfg.Cleaning), after, after, d); err != nil || found {
 		return t, found, err
 	}
 	if !notAfter.IsZero() && !notAfter.After(after) {
 		return time.Time{}, false, nil
 	}
-	return p.sweep(ctx, tx, matching, scan, caps, ps, lo, hi, after, notAfter, d)
+	return p.sweep(ctx, tx, matching, nMatch, scan, caps, ps, lo, hi, after, notAfter, d)
 }
 
 // sweep reads the bookings of matching (scan: those ids, nil: all)
-// overlapping [lo, hi) and runs allocator.EarliestSlots over them.
-func (p *Plugin) sweep(ctx context.Context, tx *plugins.Tx, matching []*hosts.Host, scan []string, caps map[string]placement.ComputeCapacity, ps params, lo, hi, after, notAfter time.Time, d time.Duration) (time.Time, bool, error) {
+// overlapping [lo, hi) and runs allocator.EarliestSlots over them;
+// nMatch hosts match in all (the whole-host reserve's base).
+func (p *Plugin) sweep(ctx context.Context, tx *plugins.Tx, matching []*hosts.Host, nMatch int, scan []string, caps map[string]placement.ComputeCapacity, ps params, lo, hi, after, notAfter time.Time, d time.Duration) (time.Time, bool, error) {
 	bs, _, err := loadBookings(ctx, tx, lo, hi, scan, "")
 	if err != nil {
 		return time.Time{}, false, err
@@ -121,7 +123,8 @@ func (p *Plugin) sweep(ctx context.Context, tx *plugins.Tx, matching []*hosts.Ho
 	for i, h := range matching {
 		tls[i] = allocator.SlotTimeline{ID: h.ID, Capacity: capacityOf(h, caps), Bookings: byHost[h.ID]}
 	}
-	t, found, err := allocator.EarliestSlots(tls, allocator.SlotRequest{Size: ps.size, Amount: ps.amount, Affinity: ps.affinity},
+	t, found, err := allocator.EarliestSlots(tls, allocator.SlotRequest{Size: ps.size, Amount: ps.amount, Affinity: ps.affinity,
+		WholeReservePercent: p.cfg.WholeReservePercent, MatchingHosts: nMatch},
 		allocator.SlotWindow{After: after, NotAfter: notAfter, Duration: d, Cleaning: p.cfg.Cleaning})
 	if errors.Is(err, allocator.ErrInvalidRequest) {
 		return time.Time{}, false, plugins.BadRequest("%s", err.Error())

@@ -112,6 +112,11 @@ type Config struct {
 	// empty, the sizes of the instance reservations overlapping the
 	// window are used.
 	Sizes []allocator.SlotSize
+	// WholeReservePercent keeps that share of the matching hosts whole
+	// for whole-host requests (allocator.SlotRequest.WholeReservePercent;
+	// the server's default is allocator.DefaultWholeReservePercent, 0
+	// here).
+	WholeReservePercent int
 	// DomainKeys name the host fields or extra capabilities whose values
 	// are failure domains (anti-affinity spreads over them first).
 	DomainKeys []string

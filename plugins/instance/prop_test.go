@@ -21,13 +21,14 @@ import (
 // reservation.
 func TestNoHostOverCapacity(t *testing.T) {
 	d := dbtest.Open(t)
-	// Hosts of different sizes: 8 VCPU/16 GiB/800 GB, and half that.
-	e := newEnv(t, d, 4, func(i int) map[string]any {
+	// Hosts of different sizes: 8 VCPU/16 GiB/800 GB, and half that; one
+	// kept whole for whole-host requests (the reserve only refuses).
+	e := newEnvWith(t, d, 4, func(i int) map[string]any {
 		if i%2 == 0 {
 			return map[string]any{"vcpus": "4", "memory_mb": "8192", "local_gb": "400"}
 		}
 		return nil
-	})
+	}, instance.Config{WholeReservePercent: 25})
 	ctx := context.Background()
 	day := func(n int) string { return t0.Add(time.Duration(n) * 6 * time.Hour).Format("2006-01-02 15:04") }
 	var accepted, refused int
