@@ -93,6 +93,14 @@
 //   - Remaining ties go to the smaller host ID (numeric order for numeric
 //     IDs, as Blazar's are).
 //
+// Instance slots (ChooseSlots, EarliestSlots) pack onto hosts already in
+// use over the window before fresh ones, then by the lost-allocations
+// metric over the policy's slot sizes; a whole-host reserve
+// (SlotRequest.WholeReservePercent, slots_reserve.go) keeps a share of
+// the matching hosts entirely free for requests of whole-host size, and
+// both functions count it the same way, so a window EarliestSlots offers
+// is one ChooseSlots accepts.
+//
 // The reservations are scanned once per call in input order, without
 // sorting or allocating per host, split over the CPUs for large inputs;
 // reasons are built in one buffer. Choosing 10 of 10,000 hosts with 100,000
