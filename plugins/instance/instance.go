@@ -131,6 +131,11 @@ type Config struct {
 	// DB is read by the earliest-window search (earliest.go), which runs
 	// outside any transaction; without it the search is refused.
 	DB *db.DB
+	// External, when set, is the external Placement the reservations'
+	// classes, child providers and inventories are written to (through
+	// the outbox) and the hosts' capacities read from (see external.go);
+	// nil uses the built-in Placement in the lease's transaction.
+	External ExternalPlacement
 }
 
 // Plugin implements plugins.Plugin for virtual:instance.
@@ -141,6 +146,7 @@ type Plugin struct {
 	mu    sync.Mutex
 	hosts []hosts.Host // last Refresh
 	caps  capCache
+	ext   extCaps
 }
 
 // New returns the plugin.
@@ -156,7 +162,7 @@ func (p *Plugin) ResourceType() string { return ResourceType }
 
 // Refresh implements plugins.Refresher: the host list is read before the
 // transaction (never a second connection inside it).
-func (p *Plugin) Refresh(ctx context.Context, _ bool) error {
+func (p *Plugin) Refresh(ctx context.Context, force bool) error {
 	hs, err := p.src.Reservable(ctx)
 	if err != nil {
 		return err
@@ -164,6 +170,9 @@ func (p *Plugin) Refresh(ctx context.Context, _ bool) error {
 	p.mu.Lock()
 	p.hosts = hs
 	p.mu.Unlock()
+	if p.cfg.External != nil {
+		p.refreshExternal(ctx, hs, force)
+	}
 	return nil
 }
 
