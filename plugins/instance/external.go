@@ -55,6 +55,9 @@ type extAction struct {
 	Host  string `json:"host,omitempty"`
 	Class string `json:"class"`
 	Total int64  `json:"total"`
+	// Hosts are, for the class deletion, the hosts whose inventory of
+	// the class goes first (see KindExtDeleteClass's handler).
+	Hosts []string `json:"hosts,omitempty"`
 }
 
 func providerKey(host string) string { return "placement:provider:" + host }
@@ -139,10 +142,26 @@ func (p *Plugin) enqueueExtInventories(ctx context.Context, tx *plugins.Tx, leas
 	return nil
 }
 
-// enqueueExtDeleteClass records the deletion of the reservation's class.
-func (p *Plugin) enqueueExtDeleteClass(tx *plugins.Tx, leaseID, resID string) error {
+// enqueueExtDeleteClass records the deletion of the reservation's class,
+// naming the hosts it still holds slots on.
+func (p *Plugin) enqueueExtDeleteClass(ctx context.Context, tx *plugins.Tx, leaseID, resID string) error {
+	held, err := slotsOf(ctx, tx, resID)
+	if err != nil {
+		return err
+	}
+	ids := sortedKeys(held)
+	names, err := hostNames(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
 	class := placement.ReservationClass(resID)
-	return tx.Enqueue(outbox.Action{Kind: KindExtDeleteClass, Key: classKey(class), LeaseID: leaseID, Payload: extAction{Class: class}})
+	a := extAction{Class: class}
+	for _, id := range ids {
+		if h := names[id]; h != "" {
+			a.Hosts = append(a.Hosts, h)
+		}
+	}
+	return tx.Enqueue(outbox.Action{Kind: KindExtDeleteClass, Key: classKey(class), LeaseID: leaseID, Payload: a})
 }
 
 // ExternalHandlers are the handlers of the external Placement actions
@@ -159,7 +178,15 @@ func ExternalHandlers(c ExternalPlacement) map[string]outbox.Handler {
 		KindExtSetInventory: handleExt(func(ctx context.Context, a extAction) error {
 			return c.SetReservationInventory(ctx, a.Host, a.Class, a.Total)
 		}),
+		// The class deletion runs beside the hosts' inventory removals
+		// (other keys): it removes what is left of them itself, so that
+		// it fails only while servers still hold the class.
 		KindExtDeleteClass: handleExt(func(ctx context.Context, a extAction) error {
+			for _, h := range a.Hosts {
+				if err := c.SetReservationInventory(ctx, h, a.Class, 0); err != nil {
+					return err
+				}
+			}
 			return c.DeleteClass(ctx, a.Class)
 		}),
 	}
@@ -186,11 +213,16 @@ func handleExt(fn func(ctx context.Context, a extAction) error) outbox.Handler {
 type extCaps struct {
 	mu   sync.Mutex
 	at   time.Time
+	ok   bool // the last read succeeded
 	caps map[string]placement.ComputeCapacity
+	// seen are the providers (ComputeProviderUUID) the last good read
+	// covered: a host registered since is read at once.
+	seen map[string]bool
 }
 
 // refreshExternal reads the reservable hosts' capacities from the
-// external Placement when the last read is older than capTTL (or force).
+// external Placement when the last read is older than capTTL, when a
+// host registered since a good read, or when force is set.
 // A failed read keeps the last capacities (none at first: the hosts' own
 // numbers are used) and is not tried again before capTTL, so an
 // unreachable Placement slows no lease request down for long; the
@@ -200,10 +232,19 @@ func (p *Plugin) refreshExternal(ctx context.Context, hs []hosts.Host, force boo
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
-	if !force && !c.at.IsZero() && now.Sub(c.at) < capTTL {
+	fresh := !c.at.IsZero() && now.Sub(c.at) < capTTL
+	if fresh && c.ok {
+		for i := range hs {
+			if !c.seen[hs[i].ComputeProviderUUID] {
+				fresh = false
+				break
+			}
+		}
+	}
+	if fresh && !force {
 		return
 	}
-	c.at = now
+	c.at, c.ok = now, false
 	names := make([]string, 0, len(hs))
 	for i := range hs {
 		names = append(names, hs[i].HypervisorHostname)
@@ -214,12 +255,14 @@ func (p *Plugin) refreshExternal(ctx context.Context, hs []hosts.Host, force boo
 		return
 	}
 	caps := make(map[string]placement.ComputeCapacity, len(byName))
+	seen := make(map[string]bool, len(hs))
 	for i := range hs {
+		seen[hs[i].ComputeProviderUUID] = true
 		if cc, ok := byName[hs[i].HypervisorHostname]; ok && hs[i].ComputeProviderUUID != "" {
 			caps[hs[i].ComputeProviderUUID] = cc
 		}
 	}
-	c.caps = caps
+	c.caps, c.seen, c.ok = caps, seen, true
 }
 
 // computeCapacities are the capacities of the compute providers uuids:

@@ -335,7 +335,7 @@ func (p *Plugin) Delete(ctx context.Context, tx *plugins.Tx, res *models.Reserva
 // external one.
 func (p *Plugin) deleteClass(ctx context.Context, tx *plugins.Tx, leaseID, resID string) error {
 	if p.cfg.External != nil {
-		return p.enqueueExtDeleteClass(tx, leaseID, resID)
+		return p.enqueueExtDeleteClass(ctx, tx, leaseID, resID)
 	}
 	_, err := placement.DeleteClassIfUnusedTx(tx.WithContext(ctx), placement.ReservationClass(resID))
 	return err
