@@ -58,6 +58,15 @@
 // allocations). In standalone mode nothing is called, and flavor_id is
 // still the reservation id.
 //
+// With an external Placement (Config.External, [placement] keystoneauth
+// options) the same class, child providers and inventories are written
+// there instead, by outbox actions recorded in the lease's transaction
+// (external.go): the class and each host's child at create, the child's
+// inventory at start and on an active update, its removal and the class's
+// deletion at end; those of one host provider share a key, so they run in
+// the order decided. The compute capacities then come from that
+// Placement's inventories, read in Refresh, before the transaction.
+//
 // A reservation whose affinity is true or false also gets, in nova mode,
 // the Nova server group "reservation:<id>" (policy affinity or
 // anti-affinity; ServerGroupDriver), made through the outbox once (a
