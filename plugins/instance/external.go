@@ -222,7 +222,8 @@ type extCaps struct {
 
 // refreshExternal reads the reservable hosts' capacities from the
 // external Placement when the last read is older than capTTL, when a
-// host registered since a good read, or when force is set.
+// host registered since a good read, or when force is set. A host the
+// read finds no provider of gets no capacity.
 // A failed read keeps the last capacities (none at first: the hosts' own
 // numbers are used) and is not tried again before capTTL, so an
 // unreachable Placement slows no lease request down for long; the
@@ -257,9 +258,16 @@ func (p *Plugin) refreshExternal(ctx context.Context, hs []hosts.Host, force boo
 	caps := make(map[string]placement.ComputeCapacity, len(byName))
 	seen := make(map[string]bool, len(hs))
 	for i := range hs {
-		seen[hs[i].ComputeProviderUUID] = true
-		if cc, ok := byName[hs[i].HypervisorHostname]; ok && hs[i].ComputeProviderUUID != "" {
-			caps[hs[i].ComputeProviderUUID] = cc
+		u := hs[i].ComputeProviderUUID
+		seen[u] = true
+		if u == "" {
+			continue
+		}
+		// A host the external Placement has no provider of offers
+		// nothing: its slots could never become inventory there.
+		caps[u] = placement.ComputeCapacity{Has: [3]bool{true, true, true}}
+		if cc, ok := byName[hs[i].HypervisorHostname]; ok {
+			caps[u] = cc
 		}
 	}
 	c.caps, c.seen, c.ok = caps, seen, true

@@ -111,7 +111,8 @@ func drain(t *testing.T, w *outbox.Worker) {
 }
 
 // TestExternalPlacement: with an external Placement, the capacities come
-// from its inventories (4 VCPUs a host, not the hosts' record of 8), no
+// from its inventories (4 VCPUs a host, not the hosts' record of 8; none
+// for a host it has no provider of), no
 // class or inventory is written in the built-in Placement, and the
 // outbox actions (keyed per host provider and per class) make the class
 // and children at create, set the inventories at start and on an active
@@ -128,7 +129,9 @@ func TestExternalPlacement(t *testing.T) {
 			x.call(t, "PUT", "/resource_providers/"+rp.UUID+"/inventories", map[string]any{"resource_provider_generation": 0,
 				"inventories": map[string]any{"VCPU": map[string]any{"total": 4}, "MEMORY_MB": map[string]any{"total": 16384}, "DISK_GB": map[string]any{"total": 800}}}, nil)
 		}
-		e := newEnvWith(t, d, 3, nil, instance.Config{External: x.client})
+		// compute-4 is not in the external Placement: it takes no slot
+		// (with its record's 8 VCPUs, 7 slots would fit).
+		e := newEnvWith(t, d, 4, nil, instance.Config{External: x.client})
 		handlers := instance.ExternalHandlers(x.client)
 		maps.Copy(handlers, hosts.OutboxHandlers(standalone.New(nil))) // the hosts' freepool actions
 		w := outbox.NewWorker(d, handlers, outbox.Config{}, e.clock.Now)
@@ -183,6 +186,9 @@ func TestExternalPlacement(t *testing.T) {
 			t.Fatal(err)
 		}
 		drain(t, w)
+		if s := e.slots(t, resID); s["compute-4"] != 0 {
+			t.Errorf("slots on compute-4, which the external Placement does not know: %v", s)
+		}
 		wantSlots = map[string]int64{}
 		for h, n := range e.slots(t, resID) {
 			wantSlots[h] = int64(n)

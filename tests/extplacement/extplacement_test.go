@@ -289,7 +289,7 @@ func TestPlacementDownAtStart(t *testing.T) {
 	e := RequireEnv(t)
 	tok := e.admin(t)
 	e.addHost(t, tok, "down-1", "down", 4, 8192, 100)
-	lease := e.createLease(t, "ext-down", "down", stamp(4*time.Second), stamp(time.Hour), 2)
+	lease := e.createLease(t, "ext-down", "down", stamp(8*time.Second), stamp(time.Hour), 2)
 	class := reservationClass(lease.Reservations[0].ID)
 	// The create's actions (class, child provider) run while Placement is up.
 	waitFor(t, 60*time.Second, "blazar_down-1 and "+class+" made at create", func() bool {
@@ -298,6 +298,9 @@ func TestPlacementDownAtStart(t *testing.T) {
 	child := e.providerNamed(t, tok, "blazar_down-1").UUID
 
 	e.StopPlacement()
+	if l := e.getLease(t, lease.ID); l.Status != "PENDING" {
+		t.Fatalf("lease %s before Placement was stopped (the create's actions took most of 8 s): the start cannot be tested", l.Status)
+	}
 	restarted := false
 	t.Cleanup(func() {
 		if !restarted {
