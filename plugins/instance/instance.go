@@ -65,7 +65,8 @@
 // inventory at start and on an active update, its removal and the class's
 // deletion at end; those of one host provider share a key, so they run in
 // the order decided. The compute capacities then come from that
-// Placement's inventories, read in Refresh, before the transaction.
+// Placement's inventories less the use of servers outside any
+// reservation, read in Refresh, before the transaction.
 //
 // A reservation whose affinity is true or false also gets, in nova mode,
 // the Nova server group "reservation:<id>" (policy affinity or

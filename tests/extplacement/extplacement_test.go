@@ -93,6 +93,15 @@ func (e *Env) classExists(t testing.TB, tok, name string) bool {
 // record gives the host 64 VCPUs: the capacity must come from Placement.
 func (e *Env) addHost(t testing.TB, tok, name, suite string, vcpus, memoryMB, diskGB int) *Provider {
 	t.Helper()
+	rp := e.hostProvider(t, tok, name, vcpus, memoryMB, diskGB)
+	e.register(t, name, suite)
+	return rp
+}
+
+// hostProvider makes a compute node provider named name in the upstream
+// Placement with vcpus, memory and disk.
+func (e *Env) hostProvider(t testing.TB, tok, name string, vcpus, memoryMB, diskGB int) *Provider {
+	t.Helper()
 	var rp Provider
 	e.mustPlacement(t, "POST", "/resource_providers", tok, http.StatusOK, map[string]any{"name": name}, &rp)
 	inv := map[string]any{
@@ -104,10 +113,16 @@ func (e *Env) addHost(t testing.TB, tok, name, suite string, vcpus, memoryMB, di
 		},
 	}
 	e.mustPlacement(t, "PUT", "/resource_providers/"+rp.UUID+"/inventories", tok, http.StatusOK, inv, nil)
+	return &rp
+}
+
+// register registers host name in Leasehold with the extra capability
+// suite, and 64 VCPUs in its record.
+func (e *Env) register(t testing.TB, name, suite string) {
+	t.Helper()
 	e.blazar(t, "POST", "/os-hosts", http.StatusCreated, map[string]any{
 		"name": name, "vcpus": "64", "memory_mb": "262144", "local_gb": "4000", "suite": suite,
 	}, nil)
-	return &rp
 }
 
 // createLease makes a lease of one virtual:instance reservation on the
@@ -241,40 +256,42 @@ func TestInstanceLeaseOnExternalPlacement(t *testing.T) {
 }
 
 // TestCapacityFromExternalPlacement: the hosts' capacities are the
-// upstream Placement's inventories (4 VCPUs each), not Leasehold's own
-// record of the hosts (64): five slots of 2 VCPUs do not fit on two
-// hosts, four do.
+// upstream Placement's inventories (4 VCPUs each), less what a server
+// outside any reservation uses (2 VCPUs on cap-2), not Leasehold's own
+// record of the hosts (64): four slots of 2 VCPUs do not fit on the two
+// hosts, three do, and a fourth next to them does not.
 func TestCapacityFromExternalPlacement(t *testing.T) {
 	e := RequireEnv(t)
 	tok := e.admin(t)
-	for _, h := range []string{"cap-1", "cap-2"} {
-		e.addHost(t, tok, h, "cap", 4, 8192, 100)
-	}
+	e.addHost(t, tok, "cap-1", "cap", 4, 8192, 100)
+	cap2 := e.hostProvider(t, tok, "cap-2", 4, 8192, 100)
+	server := "5e4a1c1e-0c1b-4b8e-9a55-0f3c2b1d9e01"
+	e.mustPlacement(t, "PUT", "/allocations/"+server, tok, http.StatusNoContent, map[string]any{
+		"allocations":         map[string]any{cap2.UUID: map[string]any{"resources": map[string]int{"VCPU": 2, "MEMORY_MB": 512}}},
+		"consumer_generation": nil, "project_id": e.KS.DemoProjectID, "user_id": e.KS.DemoUserID, "consumer_type": "INSTANCE",
+	}, nil)
+	t.Cleanup(func() { e.placement(t, "DELETE", "/allocations/"+server, tok, nil, nil) })
+	e.register(t, "cap-2", "cap")
+
 	start, end := stamp(24*time.Hour), stamp(25*time.Hour)
-	code, b := call(t, "POST", e.LH+"/v1/leases", map[string]string{"X-Auth-Token": "admin"}, map[string]any{
-		"name": "ext-cap-5", "start_date": start, "end_date": end,
-		"reservations": []map[string]any{{
-			"resource_type": "virtual:instance", "amount": 5, "vcpus": 2, "memory_mb": 1024, "disk_gb": 10,
-			"affinity": nil, "resource_properties": `["=", "$suite", "cap"]`,
-		}},
-		"events": []any{},
-	}, nil)
-	if code != http.StatusConflict || !strings.Contains(b, "Not enough hosts available: 5 slots") || !strings.Contains(b, "4 free") {
-		t.Fatalf("five slots of 2 VCPUs on two hosts of 4 VCPUs (in Placement): %d %s, want 409 with 4 free", code, b)
+	refused := func(name string, amount int, want string) {
+		t.Helper()
+		code, b := call(t, "POST", e.LH+"/v1/leases", map[string]string{"X-Auth-Token": "admin"}, map[string]any{
+			"name": name, "start_date": start, "end_date": end,
+			"reservations": []map[string]any{{
+				"resource_type": "virtual:instance", "amount": amount, "vcpus": 2, "memory_mb": 1024, "disk_gb": 10,
+				"affinity": nil, "resource_properties": `["=", "$suite", "cap"]`,
+			}},
+			"events": []any{},
+		}, nil)
+		if code != http.StatusConflict || !strings.Contains(b, want) {
+			t.Fatalf("%s: %d %s, want 409 with %q", name, code, b, want)
+		}
 	}
-	lease := e.createLease(t, "ext-cap-4", "cap", start, end, 4)
-	// A fifth slot in the same window no longer fits anywhere.
-	code, b = call(t, "POST", e.LH+"/v1/leases", map[string]string{"X-Auth-Token": "admin"}, map[string]any{
-		"name": "ext-cap-1", "start_date": start, "end_date": end,
-		"reservations": []map[string]any{{
-			"resource_type": "virtual:instance", "amount": 1, "vcpus": 2, "memory_mb": 1024, "disk_gb": 10,
-			"affinity": nil, "resource_properties": `["=", "$suite", "cap"]`,
-		}},
-		"events": []any{},
-	}, nil)
-	if code != http.StatusConflict || !strings.Contains(b, "Not enough hosts available: 1 slot") {
-		t.Errorf("a fifth slot next to four on two hosts of 4 VCPUs: %d %s, want 409", code, b)
-	}
+	refused("ext-cap-4", 4, "Not enough hosts available: 4 slots of 2 VCPU/1 GiB/10 GB disk needed, 3 free in the window on 2 matching hosts")
+	lease := e.createLease(t, "ext-cap-3", "cap", start, end, 3)
+	refused("ext-cap-1", 1, "Not enough hosts available: 1 slot")
+
 	class := reservationClass(lease.Reservations[0].ID)
 	waitFor(t, 60*time.Second, "class "+class+" made at create", func() bool { return e.classExists(t, tok, class) })
 	e.blazar(t, "DELETE", "/leases/"+lease.ID, http.StatusNoContent, nil, nil)

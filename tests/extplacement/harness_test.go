@@ -156,7 +156,7 @@ func (e *Env) start(t testing.TB) error {
 	if err := e.StartPlacement(); err != nil {
 		return err
 	}
-	if err := e.register(admin); err != nil {
+	if err := e.registerPlacement(admin); err != nil {
 		return err
 	}
 	return e.startLeasehold(t)
@@ -180,8 +180,8 @@ func (e *Env) grantAdmin(admin string) error {
 	return k.Call("PUT", "/projects/"+projects.Projects[0].ID+"/users/"+k.ServiceUserID+"/roles/"+roles.Roles[0].ID, admin, nil, nil)
 }
 
-// register adds Placement to Keystone's catalog (public, RegionOne).
-func (e *Env) register(admin string) error {
+// registerPlacement adds Placement to Keystone's catalog (public, RegionOne).
+func (e *Env) registerPlacement(admin string) error {
 	k := e.KS
 	var svc struct {
 		Service struct{ ID string } `json:"service"`

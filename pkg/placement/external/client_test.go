@@ -263,20 +263,43 @@ func TestConcurrentInventoryWriters(t *testing.T) {
 	}
 }
 
+// TestHostCapacities: capacities with allocation ratios and reserved,
+// less the use of servers outside any reservation; a reserved server's
+// use (it holds a unit of the child's class) is not taken off, its slot
+// is booked in Leasehold.
 func TestHostCapacities(t *testing.T) {
 	r := newRemote(t)
-	r.host(t, "big", map[string]any{
+	ctx := context.Background()
+	big := r.host(t, "big", map[string]any{
 		"VCPU":      map[string]any{"total": 16, "reserved": 2, "allocation_ratio": 4.0},
 		"MEMORY_MB": map[string]any{"total": 65536, "reserved": 512, "allocation_ratio": 1.5},
 		"DISK_GB":   map[string]any{"total": 1000, "allocation_ratio": 0.9},
 	})
 	r.host(t, "nodisk", map[string]any{"VCPU": map[string]any{"total": 4}, "MEMORY_MB": map[string]any{"total": 2048}})
-	got, err := r.client.HostCapacities(context.Background(), []string{"big", "nodisk", "absent"})
+	class := placement.ReservationClass("0b9c7d2e-1f3a-4c5b-8d6e-7f8091a2b3c4")
+	if err := r.client.SetReservationInventory(ctx, "big", class, 2); err != nil {
+		t.Fatal(err)
+	}
+	child, err := r.client.EnsureReservationProvider(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for consumer, allocs := range map[string]map[string]any{
+		consumers[0]: {big: map[string]any{"resources": map[string]int{"VCPU": 6, "MEMORY_MB": 1024}}},
+		consumers[1]: {big: map[string]any{"resources": map[string]int{"VCPU": 2, "MEMORY_MB": 4096}},
+			child: map[string]any{"resources": map[string]int{class: 1}}},
+	} {
+		body := map[string]any{"allocations": allocs, "consumer_generation": nil, "project_id": "p1", "user_id": "u1", "consumer_type": "INSTANCE"}
+		if c := r.call(t, "PUT", "/allocations/"+consumer, body, nil); c != http.StatusNoContent {
+			t.Fatalf("allocations of %s: %d", consumer, c)
+		}
+	}
+	got, err := r.client.HostCapacities(ctx, []string{"big", "nodisk", "absent"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]placement.ComputeCapacity{
-		"big":    {VCPUs: 56, MemoryMB: 97536, DiskGB: 900, Has: [3]bool{true, true, true}},
+		"big":    {VCPUs: 56 - 6, MemoryMB: 97536 - 1024, DiskGB: 900, Has: [3]bool{true, true, true}},
 		"nodisk": {VCPUs: 4, MemoryMB: 2048, Has: [3]bool{true, true, false}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

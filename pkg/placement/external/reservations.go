@@ -225,10 +225,14 @@ func (c *Client) SetReservationInventory(ctx context.Context, host, class string
 
 // HostCapacities returns, for the hosts named (their compute node
 // providers carry the host's name, as Nova registers them), what each
-// offers of VCPU, MEMORY_MB and DISK_GB: int((total − reserved) ×
-// allocation_ratio). Hosts Placement has no provider of are missing from
-// the map. The providers are listed once and their inventories read by a
-// few calls at a time.
+// offers instance reservations of VCPU, MEMORY_MB and DISK_GB:
+// int((total − reserved) × allocation_ratio), less what servers outside
+// any reservation use there now (the host provider's usage by consumers
+// holding nothing of the host's blazar_<host> child; the reserved
+// servers' use is their reservations' slots, which Leasehold books
+// itself). Hosts Placement has no provider of are missing from the map.
+// The providers are listed once, then each host's inventories and
+// allocations (and its child's) are read, a few hosts at a time.
 func (c *Client) HostCapacities(ctx context.Context, names []string) (map[string]placement.ComputeCapacity, error) {
 	out := map[string]placement.ComputeCapacity{}
 	if len(names) == 0 {
@@ -246,6 +250,26 @@ func (c *Client) HostCapacities(ctx context.Context, names []string) (map[string
 	for _, rp := range rps {
 		byName[rp.Name] = rp.UUID
 	}
+	hostCap := func(name, uuid string) (placement.ComputeCapacity, error) {
+		invs, err := c.inventories(ctx, uuid)
+		if err != nil {
+			return placement.ComputeCapacity{}, err
+		}
+		used, err := c.allocations(ctx, uuid)
+		if err != nil {
+			return placement.ComputeCapacity{}, err
+		}
+		if child, ok := byName[ReservationProviderName(name)]; ok {
+			reserved, err := c.allocations(ctx, child)
+			if err != nil {
+				return placement.ComputeCapacity{}, err
+			}
+			for consumer := range reserved {
+				delete(used, consumer)
+			}
+		}
+		return capacity(invs.Inventories, used), nil
+	}
 	var (
 		mu    sync.Mutex
 		wg    sync.WaitGroup
@@ -261,7 +285,7 @@ func (c *Client) HostCapacities(ctx context.Context, names []string) (map[string
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			invs, err := c.inventories(ctx, uuid)
+			cc, err := hostCap(name, uuid)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -270,7 +294,7 @@ func (c *Client) HostCapacities(ctx context.Context, names []string) (map[string
 				}
 				return
 			}
-			out[name] = capacity(invs.Inventories)
+			out[name] = cc
 		}()
 	}
 	wg.Wait()
@@ -280,8 +304,27 @@ func (c *Client) HostCapacities(ctx context.Context, names []string) (map[string
 	return out, nil
 }
 
-// capacity is what inventories offer of the three compute classes.
-func capacity(invs map[string]inventory) placement.ComputeCapacity {
+// allocations are provider uuid's allocations: consumer → class → used.
+func (c *Client) allocations(ctx context.Context, uuid string) (map[string]map[string]int64, error) {
+	var out struct {
+		Allocations map[string]struct {
+			Resources map[string]int64 `json:"resources"`
+		} `json:"allocations"`
+	}
+	_, err := c.sc.Get(ctx, c.sc.ServiceURL("resource_providers", uuid, "allocations"), &out, nil)
+	if err != nil {
+		return nil, fmt.Errorf("placement: allocations of %s: %w", uuid, err)
+	}
+	m := make(map[string]map[string]int64, len(out.Allocations))
+	for consumer, a := range out.Allocations {
+		m[consumer] = a.Resources
+	}
+	return m, nil
+}
+
+// capacity is what inventories offer of the three compute classes, less
+// the consumers' use in used.
+func capacity(invs map[string]inventory, used map[string]map[string]int64) placement.ComputeCapacity {
 	var c placement.ComputeCapacity
 	for i, rc := range []string{"VCPU", "MEMORY_MB", "DISK_GB"} {
 		inv, ok := invs[rc]
@@ -289,7 +332,11 @@ func capacity(invs map[string]inventory) placement.ComputeCapacity {
 			continue
 		}
 		pi := placement.Inventory{Total: inv.Total, Reserved: inv.Reserved, AllocationRatio: inv.AllocationRatio}
-		n := max(pi.Capacity(), 0)
+		n := pi.Capacity()
+		for _, res := range used {
+			n -= res[rc]
+		}
+		n = max(n, 0)
 		switch i {
 		case 0:
 			c.VCPUs = n
