@@ -272,8 +272,10 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	}
 	maps.Copy(handlers, s.Mover.Handlers())
 	obCfg := outbox.Config{OnFailure: s.Leases.OutboxFailure, OnSuccess: s.Leases.OutboxSuccess,
-		// A notification waits out a message-bus outage of any length.
-		KeepRetrying: func(kind string) bool { return kind == notify.KindLease },
+		// A notification waits out a message-bus outage of any length,
+		// and the external Placement clean-up of an ended lease its
+		// servers' deletion and a Placement outage.
+		KeepRetrying: func(kind string) bool { return kind == notify.KindLease || instance.ExternalKeepRetrying(kind) },
 		// A dead process's outbox claims are taken back after the same
 		// [events] claim_timeout as its event claims.
 		ClaimTimeout: evCfg.ClaimTimeout}

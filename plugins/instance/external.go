@@ -42,13 +42,25 @@ const (
 	// KindExtEnsureClass makes the reservation's class (at create).
 	KindExtEnsureClass = "placement.ensure_reservation_class"
 	// KindExtSetInventory sets the class's inventory on the host's child
-	// (at start and on an active update), or removes it (total 0, at end).
+	// (at start and on an active update).
 	KindExtSetInventory = "placement.set_reservation_inventory"
+	// KindExtRemoveInventory removes it (at end), once no server holds
+	// a unit of it.
+	KindExtRemoveInventory = "placement.remove_reservation_inventory"
 	// KindExtDeleteClass deletes the class once no inventory or
-	// allocation refers to it (at end and on deletion; tried again while
-	// some does).
+	// allocation refers to it (at end and on deletion).
 	KindExtDeleteClass = "placement.delete_reservation_class"
 )
+
+// ExternalKeepRetrying tells the outbox which external Placement actions
+// never use up their attempts: the clean-up at a lease's end waits while
+// the reservation's servers still hold the class (Nova deletes them, and
+// then their allocations, on the flavor's key, in its own time) and
+// while Placement is unreachable, the lease showing degraded meanwhile;
+// giving up would leave the class and inventories behind for good.
+func ExternalKeepRetrying(kind string) bool {
+	return kind == KindExtRemoveInventory || kind == KindExtDeleteClass
+}
 
 // extAction is the payload of the external Placement actions.
 type extAction struct {
@@ -135,7 +147,11 @@ func (p *Plugin) enqueueExtInventories(ctx context.Context, tx *plugins.Tx, leas
 			continue // a host deleted meanwhile has no provider to write
 		}
 		a := extAction{Host: h, Class: class, Total: int64(ids[id])}
-		if err := tx.Enqueue(outbox.Action{Kind: KindExtSetInventory, Key: providerKey(h), LeaseID: leaseID, Payload: a}); err != nil {
+		kind := KindExtSetInventory
+		if a.Total == 0 {
+			kind = KindExtRemoveInventory
+		}
+		if err := tx.Enqueue(outbox.Action{Kind: kind, Key: providerKey(h), LeaseID: leaseID, Payload: a}); err != nil {
 			return err
 		}
 	}
@@ -177,6 +193,9 @@ func ExternalHandlers(c ExternalPlacement) map[string]outbox.Handler {
 		}),
 		KindExtSetInventory: handleExt(func(ctx context.Context, a extAction) error {
 			return c.SetReservationInventory(ctx, a.Host, a.Class, a.Total)
+		}),
+		KindExtRemoveInventory: handleExt(func(ctx context.Context, a extAction) error {
+			return c.SetReservationInventory(ctx, a.Host, a.Class, 0)
 		}),
 		// The class deletion runs beside the hosts' inventory removals
 		// (other keys): it removes what is left of them itself, so that

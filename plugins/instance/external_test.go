@@ -201,9 +201,29 @@ func TestExternalPlacement(t *testing.T) {
 			t.Errorf("%d inventories of %s in the built-in Placement", builtin, class)
 		}
 
+		held := e.slots(t, resID)
 		e.clock.Set(time.Date(2030, 1, 2, 0, 0, 1, 0, time.UTC))
 		if _, err := e.events.RunDue(ctx); err != nil {
 			t.Fatal(err)
+		}
+		// The clean-up never gives up (it waits for the servers' deletion).
+		rows = nil
+		if err := d.Order("id").Find(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		got = nil
+		for _, r := range rows {
+			got = append(got, r.Kind+" "+r.OrderKey)
+			if !instance.ExternalKeepRetrying(r.Kind) {
+				t.Errorf("end action %s gives up after its attempts", r.Kind)
+			}
+		}
+		want = []string{instance.KindExtDeleteClass + " placement:class:" + class}
+		for h := range held {
+			want = append(want, instance.KindExtRemoveInventory+" placement:provider:"+h)
+		}
+		if diff := cmp.Diff(sorted(want), sorted(got)); diff != "" {
+			t.Errorf("outbox at end (-want +got):\n%s", diff)
 		}
 		drain(t, w)
 		if s := x.slots(t, class); len(s) != 0 {
