@@ -230,6 +230,11 @@ func handleExt(fn func(ctx context.Context, a extAction) error) outbox.Handler {
 // keyed by the hosts' ComputeProviderUUID (the key capacityOf looks up),
 // refreshed outside any transaction at most every capTTL.
 type extCaps struct {
+	// read keeps the reads one at a time; it is held across the calls,
+	// only ever outside a transaction.
+	read sync.Mutex
+	// mu guards the fields below, never across a call: a transaction
+	// reading the capacities does not wait for Placement.
 	mu   sync.Mutex
 	at   time.Time
 	ok   bool // the last read succeeded
@@ -249,8 +254,9 @@ type extCaps struct {
 // create's write is checked against bookings in the transaction anyway.
 func (p *Plugin) refreshExternal(ctx context.Context, hs []hosts.Host, force bool) {
 	c := &p.ext
+	c.read.Lock()
+	defer c.read.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	now := time.Now()
 	fresh := !c.at.IsZero() && now.Sub(c.at) < capTTL
 	if fresh && c.ok {
@@ -262,9 +268,11 @@ func (p *Plugin) refreshExternal(ctx context.Context, hs []hosts.Host, force boo
 		}
 	}
 	if fresh && !force {
+		c.mu.Unlock()
 		return
 	}
 	c.at, c.ok = now, false
+	c.mu.Unlock()
 	names := make([]string, 0, len(hs))
 	for i := range hs {
 		names = append(names, hs[i].HypervisorHostname)
@@ -289,7 +297,9 @@ func (p *Plugin) refreshExternal(ctx context.Context, hs []hosts.Host, force boo
 			caps[u] = cc
 		}
 	}
+	c.mu.Lock()
 	c.caps, c.seen, c.ok = caps, seen, true
+	c.mu.Unlock()
 }
 
 // computeCapacities are the capacities of the compute providers uuids:
