@@ -247,14 +247,26 @@ type extCaps struct {
 // refreshExternal reads the reservable hosts' capacities from the
 // external Placement when the last read is older than capTTL, when a
 // host registered since a good read, or when force is set. A host the
-// read finds no provider of gets no capacity.
+// read finds no provider of gets no capacity. While one request reads,
+// the others go on with the last capacities read (a slow Placement slows
+// one request down, not all).
 // A failed read keeps the last capacities (none at first: the hosts' own
 // numbers are used) and is not tried again before capTTL, so an
 // unreachable Placement slows no lease request down for long; the
 // create's write is checked against bookings in the transaction anyway.
 func (p *Plugin) refreshExternal(ctx context.Context, hs []hosts.Host, force bool) {
 	c := &p.ext
-	c.read.Lock()
+	if !c.read.TryLock() {
+		// Another request is reading: use what was read before, unless
+		// nothing was (then wait for that read).
+		c.mu.Lock()
+		have := c.caps != nil
+		c.mu.Unlock()
+		if have {
+			return
+		}
+		c.read.Lock()
+	}
 	defer c.read.Unlock()
 	c.mu.Lock()
 	now := time.Now()
