@@ -30,7 +30,10 @@
 #                                   computes in one process) for tests/nova, with the
 #                                   upstream BlazarFilter from ../shared/vendor/blazar-nova,
 #                                   and for tests/novafilter (LeaseholdFilter in Nova's
-#                                   scheduler, its unit tests on nova.tests' fake HostState)
+#                                   scheduler, its unit tests on nova.tests' fake HostState);
+#                                   python3-placement (with uwsgi-plugin-python3 and
+#                                   python3-keystone) is also the real Placement of
+#                                   tests/extplacement
 #
 # The packages' init scripts are kept from starting anything (a system
 # MariaDB on 3306 is never started or touched): a policy-rc.d that denies

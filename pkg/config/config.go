@@ -66,6 +66,9 @@ type Placement struct {
 	// candidates generated and provider combinations tried per group.
 	// 0 disables it.
 	AllocationCandidatesSearchCap int `mapstructure:"allocation_candidates_search_cap"`
+	// ExternalPlacement, when configured, is the Placement service
+	// instance reservations write to (see placement.go).
+	ExternalPlacement `mapstructure:",squash"`
 }
 
 // OsloPolicy holds the [oslo_policy] section (oslo.policy's options).
@@ -227,6 +230,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.normalizeCompute(); err != nil {
+		return err
+	}
+	if err := c.normalizeExternalPlacement(); err != nil {
 		return err
 	}
 	switch c.Placement.PolicyMode {

@@ -84,6 +84,7 @@ func TestDefaults(t *testing.T) {
 		IncompleteConsumerUserID:      "00000000-0000-0000-0000-000000000000",
 		MaxAllocationCandidates:       -1,
 		AllocationCandidatesSearchCap: 1000000,
+		ExternalPlacement:             ExternalPlacement{Timeout: 30},
 	}
 	want.CORS = CORS{
 		AllowCredentials: true,

@@ -31,6 +31,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/notify"
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/placement"
+	"github.com/leasehold/leasehold/pkg/placement/external"
 	"github.com/leasehold/leasehold/pkg/policy"
 	"github.com/leasehold/leasehold/plugins"
 	"github.com/leasehold/leasehold/plugins/floatingip"
@@ -182,6 +183,12 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// An external Placement for instance reservations ([placement]
+	// keystoneauth options); nil keeps them in the built-in one.
+	extPlacement, err := buildExternalPlacement(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 
 	// Blazar: hosts, the reservation types, leases and their events.
 	s.Hosts = hosts.New(d, drv)
@@ -212,6 +219,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		CheckHosts: hosts.ReservableTx,
 		Flavors:    drv.Name() != "standalone",
 		DB:         d,
+		External:   extPlacement,
 
 		WholeReservePercent: bc.VirtualInstance.WholeHostReservePercent,
 	})
@@ -255,6 +263,9 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// External calls, after the commits that decided them.
 	handlers := hostplugin.OutboxHandlers(drv)
 	maps.Copy(handlers, instance.OutboxHandlers(drv, d.DB))
+	if extPlacement != nil {
+		maps.Copy(handlers, instance.ExternalHandlers(extPlacement))
+	}
 	maps.Copy(handlers, hosts.OutboxHandlers(drv))
 	maps.Copy(handlers, s.Notifier.Handlers())
 	s.Mover = &hostplugin.Mover{Placement: psvc, Wanted: s.Leases.InProgress}
@@ -263,8 +274,10 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	}
 	maps.Copy(handlers, s.Mover.Handlers())
 	obCfg := outbox.Config{OnFailure: s.Leases.OutboxFailure, OnSuccess: s.Leases.OutboxSuccess,
-		// A notification waits out a message-bus outage of any length.
-		KeepRetrying: func(kind string) bool { return kind == notify.KindLease },
+		// A notification waits out a message-bus outage of any length,
+		// and the external Placement clean-up of an ended lease its
+		// servers' deletion and a Placement outage.
+		KeepRetrying: func(kind string) bool { return kind == notify.KindLease || instance.ExternalKeepRetrying(kind) },
 		// A dead process's outbox claims are taken back after the same
 		// [events] claim_timeout as its event claims.
 		ClaimTimeout: evCfg.ClaimTimeout}
@@ -351,6 +364,29 @@ func buildCompute(ctx context.Context, cfg *config.Config) (compute.Driver, erro
 		AZAware:             nc.AZAware,
 		ServerDeleteTimeout: time.Duration(nc.ServerDeleteTimeout) * time.Second,
 	}, slog.Default()), nil
+}
+
+// buildExternalPlacement logs in to Keystone as [placement]'s user and
+// returns the external Placement client when [placement] names one (nil,
+// nil otherwise): missing options, a wrong password or a catalog without
+// Placement stop start-up. Placement itself is not called here: an
+// outage of it delays the outbox actions, not the start.
+func buildExternalPlacement(ctx context.Context, cfg *config.Config) (instance.ExternalPlacement, error) {
+	pc := cfg.Placement.ExternalPlacement
+	if !pc.Enabled() {
+		return nil, nil
+	}
+	if err := pc.Check(); err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithTimeout(ctx, 2*pc.HTTPTimeout())
+	defer cancel()
+	client, err := external.NewClient(lctx, pc)
+	if err != nil {
+		return nil, err
+	}
+	slog.InfoContext(ctx, "instance reservations on an external Placement", "endpoint", client.Endpoint(), "microversion", external.Microversion)
+	return client, nil
 }
 
 // ensureFreePool creates the freepool aggregate when it is missing,

@@ -270,7 +270,7 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 	if err != nil {
 		return allocator.SlotDecision{}, nil, err
 	}
-	caps, err := p.caps.get(ctx, tx, all, tx.Fresh)
+	caps, err := p.caps.get(ctx, tx, all, tx.Fresh, p.computeCapacities)
 	if err != nil {
 		return allocator.SlotDecision{}, nil, err
 	}
@@ -305,7 +305,7 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 		for i := range closed {
 			uuids = append(uuids, closed[i].ComputeProviderUUID)
 		}
-		ccaps, err := placement.ComputeCapacitiesTx(tx.WithContext(ctx), uuids)
+		ccaps, err := p.computeCapacities(ctx, tx, uuids)
 		if err != nil {
 			return allocator.SlotDecision{}, nil, err
 		}
@@ -430,7 +430,7 @@ func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, all []hosts.H
 	slices.Sort(uuids)
 	// The capacities the choice used may be cached: read those of the
 	// chosen hosts again.
-	caps, err := placement.ComputeCapacitiesTx(tx.WithContext(ctx), uuids)
+	caps, err := p.computeCapacities(ctx, tx, uuids)
 	if err != nil {
 		return nil, err
 	}
@@ -488,10 +488,11 @@ func (c *capCache) invalidate() {
 	c.mu.Unlock()
 }
 
-// get returns the capacities of all's compute providers, read in tx when
-// the cache is missing, older than capTTL, for another host list, or
-// force is set.
-func (c *capCache) get(ctx context.Context, tx *plugins.Tx, all []hosts.Host, force bool) (map[string]placement.ComputeCapacity, error) {
+// get returns the capacities of all's compute providers, read by read
+// when the cache is missing, older than capTTL, for another host list,
+// or force is set.
+func (c *capCache) get(ctx context.Context, tx *plugins.Tx, all []hosts.Host, force bool,
+	read func(context.Context, *plugins.Tx, []string) (map[string]placement.ComputeCapacity, error)) (map[string]placement.ComputeCapacity, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
@@ -505,7 +506,7 @@ func (c *capCache) get(ctx context.Context, tx *plugins.Tx, all []hosts.Host, fo
 			uuids = append(uuids, u)
 		}
 	}
-	caps, err := placement.ComputeCapacitiesTx(tx.WithContext(ctx), uuids)
+	caps, err := read(ctx, tx, uuids)
 	if err != nil {
 		return nil, err
 	}

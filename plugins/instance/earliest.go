@@ -80,7 +80,10 @@ func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfte
 	if len(ids) > 200 {
 		scan = nil // one range scan beats a long IN list
 	}
-	caps, err := p.caps.get(ctx, tx, all, false)
+	if p.cfg.External != nil {
+		p.refreshExternal(ctx, all, false) // no transaction is open here
+	}
+	caps, err := p.caps.get(ctx, tx, all, false, p.computeCapacities)
 	if err != nil {
 		return time.Time{}, false, err
 	}

@@ -58,6 +58,16 @@
 // allocations). In standalone mode nothing is called, and flavor_id is
 // still the reservation id.
 //
+// With an external Placement (Config.External, [placement] keystoneauth
+// options) the same class, child providers and inventories are written
+// there instead, by outbox actions recorded in the lease's transaction
+// (external.go): the class and each host's child at create, the child's
+// inventory at start and on an active update, its removal and the class's
+// deletion at end; those of one host provider share a key, so they run in
+// the order decided. The compute capacities then come from that
+// Placement's inventories less the use of servers outside any
+// reservation, read in Refresh, before the transaction.
+//
 // A reservation whose affinity is true or false also gets, in nova mode,
 // the Nova server group "reservation:<id>" (policy affinity or
 // anti-affinity; ServerGroupDriver), made through the outbox once (a
@@ -136,6 +146,11 @@ type Config struct {
 	// DB is read by the earliest-window search (earliest.go), which runs
 	// outside any transaction; without it the search is refused.
 	DB *db.DB
+	// External, when set, is the external Placement the reservations'
+	// classes, child providers and inventories are written to (through
+	// the outbox) and the hosts' capacities read from (see external.go);
+	// nil uses the built-in Placement in the lease's transaction.
+	External ExternalPlacement
 }
 
 // Plugin implements plugins.Plugin for virtual:instance.
@@ -146,6 +161,7 @@ type Plugin struct {
 	mu    sync.Mutex
 	hosts []hosts.Host // last Refresh
 	caps  capCache
+	ext   extCaps
 }
 
 // New returns the plugin.
@@ -161,7 +177,7 @@ func (p *Plugin) ResourceType() string { return ResourceType }
 
 // Refresh implements plugins.Refresher: the host list is read before the
 // transaction (never a second connection inside it).
-func (p *Plugin) Refresh(ctx context.Context, _ bool) error {
+func (p *Plugin) Refresh(ctx context.Context, force bool) error {
 	hs, err := p.src.Reservable(ctx)
 	if err != nil {
 		return err
@@ -169,6 +185,9 @@ func (p *Plugin) Refresh(ctx context.Context, _ bool) error {
 	p.mu.Lock()
 	p.hosts = hs
 	p.mu.Unlock()
+	if p.cfg.External != nil {
+		p.refreshExternal(ctx, hs, force)
+	}
 	return nil
 }
 

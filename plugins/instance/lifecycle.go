@@ -39,7 +39,12 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 	if err := insertAllocs(tx, res.ID, dec, win); err != nil {
 		return "", err
 	}
-	if err := ensureClass(ctx, tx, res.ID); err != nil {
+	if p.cfg.External != nil {
+		err = p.enqueueExtCreate(ctx, tx, lease.ID, res.ID, dec.Order)
+	} else {
+		err = ensureClass(ctx, tx, res.ID)
+	}
+	if err != nil {
 		return "", err
 	}
 	if err := p.enqueueFlavor(tx, lease, res.ID, ps, req.source); err != nil {
@@ -196,7 +201,7 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 		return err
 	}
 	if active {
-		if err := p.setInventories(ctx, tx, res.ID, held, slots); err != nil {
+		if err := p.setInventories(ctx, tx, lease.ID, res.ID, held, slots); err != nil {
 			return err
 		}
 	} else if ch.size {
@@ -209,8 +214,12 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 
 // setInventories sets the reservation class's inventory on the child
 // provider of every host of before or after to its slots in after (0
-// removes it).
-func (p *Plugin) setInventories(ctx context.Context, tx *plugins.Tx, resID string, before, after map[string]int) error {
+// removes it): in the built-in Placement, or by outbox actions on the
+// external one.
+func (p *Plugin) setInventories(ctx context.Context, tx *plugins.Tx, leaseID, resID string, before, after map[string]int) error {
+	if p.cfg.External != nil {
+		return p.enqueueExtInventories(ctx, tx, leaseID, resID, before, after)
+	}
 	ids := map[string]int{}
 	for h := range before {
 		ids[h] = 0
@@ -270,7 +279,7 @@ func (p *Plugin) OnStart(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 	if err != nil {
 		return err
 	}
-	if err := p.setInventories(ctx, tx, res.ID, nil, held); err != nil {
+	if err := p.setInventories(ctx, tx, lease.ID, res.ID, nil, held); err != nil {
 		return err
 	}
 	return p.enqueueAccess(tx, lease, res.ID)
@@ -283,10 +292,10 @@ func (p *Plugin) OnEnd(ctx context.Context, tx *plugins.Tx, lease plugins.Lease,
 	if err != nil {
 		return err
 	}
-	if err := p.setInventories(ctx, tx, res.ID, held, nil); err != nil {
+	if err := p.setInventories(ctx, tx, lease.ID, res.ID, held, nil); err != nil {
 		return err
 	}
-	if _, err := placement.DeleteClassIfUnusedTx(tx.WithContext(ctx), placement.ReservationClass(res.ID)); err != nil {
+	if err := p.deleteClass(ctx, tx, lease.ID, res.ID); err != nil {
 		return err
 	}
 	if err := deleteAllocs(tx, res.ID); err != nil {
@@ -314,9 +323,20 @@ func (p *Plugin) Delete(ctx context.Context, tx *plugins.Tx, res *models.Reserva
 	if err := deleteAllocs(tx, res.ID); err != nil {
 		return err
 	}
-	if _, err := placement.DeleteClassIfUnusedTx(tx.WithContext(ctx), placement.ReservationClass(res.ID)); err != nil {
+	if err := p.deleteClass(ctx, tx, res.LeaseID, res.ID); err != nil {
 		return err
 	}
 	_, err := tx.ExecSQL("DELETE FROM instance_reservations WHERE reservation_id = ?", res.ID)
+	return err
+}
+
+// deleteClass deletes the reservation's class when nothing refers to it
+// any more: in the built-in Placement, or by an outbox action on the
+// external one.
+func (p *Plugin) deleteClass(ctx context.Context, tx *plugins.Tx, leaseID, resID string) error {
+	if p.cfg.External != nil {
+		return p.enqueueExtDeleteClass(ctx, tx, leaseID, resID)
+	}
+	_, err := placement.DeleteClassIfUnusedTx(tx.WithContext(ctx), placement.ReservationClass(resID))
 	return err
 }
