@@ -1,0 +1,110 @@
+package ownership
+
+import (
+	"sort"
+	"time"
+)
+
+// Booking is a lease's booking of an owned host over [Start, End), as a
+// reclaim sees it.
+type Booking struct {
+	Host        string
+	Lease       string
+	Reservation string
+	Start, End  time.Time
+	// Borrowed is set when the lease borrowed the host (it was lent).
+	Borrowed bool
+	// Fixed is set when the lease cannot be shortened by a reclaim (its
+	// status, or resources a reclaim does not shorten).
+	Fixed bool
+}
+
+// Candidate is an owned host a reclaim frees over the owner's window:
+// its borrowed bookings are cut to At.
+type Candidate struct {
+	Host  string
+	At    time.Time
+	Grace time.Duration
+	Cuts  []Booking
+}
+
+// Reclaimable returns the owned hosts an owner's request over [start,
+// end), asked at now, may reclaim from their borrowers, best first
+// (fewest bookings cut, then the least booked time taken back, then by
+// host): a host in grace (the owned hosts its owner lends, with the
+// lending grace period) whose bookings overlapping the window (cleaning
+// included) are all borrowed, not fixed, and started before the reclaim
+// time At = start - cleaning, when At leaves each borrower at least the
+// grace period from now. A borrower's booking then ends at At; nothing is
+// taken from a borrower before the grace period is over.
+//
+// later is the earliest start from which the hosts refused only for the
+// grace period could be reclaimed (zero when there are none).
+func Reclaimable(now, start, end time.Time, cleaning time.Duration, grace map[string]time.Duration, bookings []Booking) (cands []Candidate, later time.Time) {
+	at := start.Add(-cleaning)
+	lo, hi := at, end.Add(cleaning)
+	byHost := map[string][]Booking{}
+	for _, b := range bookings {
+		if _, ok := grace[b.Host]; !ok || !b.Start.Before(hi) || !b.End.After(lo) {
+			continue
+		}
+		byHost[b.Host] = append(byHost[b.Host], b)
+	}
+	lost := map[string]time.Duration{}
+	for h, bs := range byHost {
+		ok := true
+		for _, b := range bs {
+			if !b.Borrowed || b.Fixed || !b.Start.Before(at) {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		g := grace[h]
+		if at.Before(now.Add(g)) {
+			if t := now.Add(g + cleaning); later.IsZero() || t.Before(later) {
+				later = t
+			}
+			continue
+		}
+		c := Candidate{Host: h, At: at, Grace: g, Cuts: bs}
+		for _, b := range bs {
+			lost[h] += b.End.Sub(at)
+		}
+		sort.Slice(c.Cuts, func(a, b int) bool { return c.Cuts[a].Start.Before(c.Cuts[b].Start) })
+		cands = append(cands, c)
+	}
+	sort.Slice(cands, func(a, b int) bool {
+		x, y := cands[a], cands[b]
+		if len(x.Cuts) != len(y.Cuts) {
+			return len(x.Cuts) < len(y.Cuts)
+		}
+		if lost[x.Host] != lost[y.Host] {
+			return lost[x.Host] < lost[y.Host]
+		}
+		return x.Host < y.Host
+	})
+	return cands, later
+}
+
+// Lendable returns the hosts of o's consumer's own pools that it lends,
+// with the lending grace period of each host's group: what a reclaim may
+// take back for it.
+func (o *Order) Lendable() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, p := range o.Pools {
+		if p.Kind != KindOwned || o.ix == nil {
+			continue
+		}
+		e := o.ix.entries[p.Owner][p.Group]
+		if e == nil || !e.Lend {
+			continue
+		}
+		for _, h := range p.Hosts {
+			out[h] = e.LendGrace
+		}
+	}
+	return out
+}
