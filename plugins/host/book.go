@@ -211,6 +211,11 @@ func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, r plugins.Req
 	if len(p.cfg.Rules.ExclusionTags(lease.Tags)) > 0 {
 		c.tags, c.lease = lease.Tags, lease.ID
 	}
+	if ok, err := p.reclaimFirst(ctx, c, lease); err != nil {
+		return nil, err
+	} else if ok {
+		return c, nil
+	}
 	if err := p.chooseNew(c, nil, fresh); err != nil {
 		if err := p.reclaimOr(ctx, c, lease, fresh, err); err != nil {
 			return nil, err

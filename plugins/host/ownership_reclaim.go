@@ -45,12 +45,12 @@ type cut struct {
 	Grace time.Duration
 }
 
-// planReclaim chooses c's hosts again allowing the reclaim of its owner's
-// lent hosts (after the pools could not serve it, from a fresh view). It
-// reports whether it found a choice (c.chosen and c.cuts set); when not,
-// note explains when a reclaim would be possible ("" when never).
-func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease) (ok bool, note string, err error) {
-	grace := c.order.Lendable()
+// planReclaim chooses c's hosts again allowing the reclaim of the lent
+// hosts in grace (with their lending grace periods), from the first
+// stages pools of c's order. It reports whether it found a choice
+// (c.chosen and c.cuts set); when not, note explains when a reclaim would
+// be possible ("" when never).
+func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease, grace map[string]time.Duration, stages int) (ok bool, note string, err error) {
 	if len(grace) == 0 {
 		return false, "", nil
 	}
@@ -70,7 +70,7 @@ func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease
 		for _, cd := range cands[:r] {
 			cutAt[cd.Host] = cd
 		}
-		dec, err := p.chooseReclaiming(c, cutAt, lo, hi)
+		dec, err := p.chooseReclaiming(c, cutAt, lo, hi, stages)
 		var ne *allocator.NotEnoughHostsError
 		if errors.As(err, &ne) {
 			continue
@@ -94,7 +94,7 @@ func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease
 // chooseReclaiming runs the allocator over the view in which the
 // bookings of the candidates end at their reclaim time. Borrowed hosts
 // are left out (a reclaim does not borrow on top).
-func (p *Plugin) chooseReclaiming(c *choice, cutAt map[string]ownership.Candidate, lo, hi time.Time) (allocator.HostDecision, error) {
+func (p *Plugin) chooseReclaiming(c *choice, cutAt map[string]ownership.Candidate, lo, hi time.Time, stages int) (allocator.HostDecision, error) {
 	o := c.order
 	req := c.req
 	if len(c.taken) > 0 {
@@ -125,7 +125,7 @@ func (p *Plugin) chooseReclaiming(c *choice, cutAt map[string]ownership.Candidat
 		m := c.ps.match(info)
 		r := req
 		r.Match = func(h *allocator.Host) (bool, string) {
-			if !o.Allows(o.Stages(), h.ID) {
+			if !o.Allows(stages, h.ID) {
 				return false, "not in the project's ownership pools"
 			}
 			if o.SourceOf(h.ID).LentBy != "" {
@@ -305,7 +305,7 @@ func (p *Plugin) reclaimOr(ctx context.Context, c *choice, lease plugins.Lease, 
 	if c.order == nil || !fresh || !errors.As(err, &e) || e.Kind != errs.NotEnoughResources {
 		return err
 	}
-	ok, note, rerr := p.planReclaim(ctx, c, lease)
+	ok, note, rerr := p.planReclaim(ctx, c, lease, c.order.Lendable(false), c.order.Stages())
 	if rerr != nil {
 		return rerr
 	}
@@ -313,4 +313,26 @@ func (p *Plugin) reclaimOr(ctx context.Context, c *choice, lease plugins.Lease, 
 		return nil
 	}
 	return withNote(err, note)
+}
+
+// reclaimFirst serves c from the project's own hosts, reclaiming lent
+// ones of the groups whose plan entry says reclaim (Entry.Reclaim), before
+// less preferred pools are tried: true when it did (c.chosen and c.cuts
+// set). When the own hosts serve c without a reclaim, the ordinary
+// choice does it.
+func (p *Plugin) reclaimFirst(ctx context.Context, c *choice, lease plugins.Lease) (bool, error) {
+	if c.order == nil {
+		return false, nil
+	}
+	stages := c.order.OwnedStages()
+	grace := c.order.Lendable(true)
+	if stages == 0 || len(grace) == 0 {
+		return false, nil
+	}
+	lo, hi := lease.Start.Add(-p.cfg.Cleaning), lease.End.Add(p.cfg.Cleaning)
+	if _, err := p.chooseReclaiming(c, nil, lo, hi, stages); err == nil {
+		return false, nil // served without taking anything back
+	}
+	ok, _, err := p.planReclaim(ctx, c, lease, grace, stages)
+	return ok, err
 }

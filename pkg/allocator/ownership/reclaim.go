@@ -91,15 +91,16 @@ func Reclaimable(now, start, end time.Time, cleaning time.Duration, grace map[st
 
 // Lendable returns the hosts of o's consumer's own pools that it lends,
 // with the lending grace period of each host's group: what a reclaim may
-// take back for it.
-func (o *Order) Lendable() map[string]time.Duration {
+// take back for it. With eager, only the groups whose plan entry asks to
+// reclaim even while less preferred capacity is idle (Entry.Reclaim).
+func (o *Order) Lendable(eager bool) map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for _, p := range o.Pools {
 		if p.Kind != KindOwned || o.ix == nil {
 			continue
 		}
 		e := o.ix.entries[p.Owner][p.Group]
-		if e == nil || !e.Lend {
+		if e == nil || !e.Lend || (eager && !e.Reclaim) {
 			continue
 		}
 		for _, h := range p.Hosts {
@@ -107,4 +108,17 @@ func (o *Order) Lendable() map[string]time.Duration {
 		}
 	}
 	return out
+}
+
+// OwnedStages is how many of o's pools, from the first, are the
+// consumer's own.
+func (o *Order) OwnedStages() int {
+	n := 0
+	for _, p := range o.Pools {
+		if p.Kind != KindOwned {
+			break
+		}
+		n++
+	}
+	return n
 }

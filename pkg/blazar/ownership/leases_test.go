@@ -295,3 +295,41 @@ func TestReclaimShortensTheBorrower(t *testing.T) {
 		})
 	}
 }
+
+// With reclaim set on its plan entry, an owner takes back its lent host
+// even though a public host is idle; without it, it takes the public
+// host and the borrower keeps its lease.
+func TestEagerReclaim(t *testing.T) {
+	for _, eager := range []bool{false, true} {
+		t.Run(map[bool]string{false: "lazy", true: "eager"}[eager], func(t *testing.T) {
+			plan := ownership.Plan{
+				Consumers: []ownership.Consumer{{ID: "dom", Rank: 1}, {ID: "a", ParentID: "dom", Rank: 1, ProjectID: "PA"},
+					{ID: "b", ParentID: "dom", Rank: 2, ProjectID: "PB"}},
+				Groups: []ownership.Group{{Name: "rack1", Properties: map[string]string{"rack": "r1"}}},
+				Entries: []ownership.Entry{{Consumer: "dom", Group: "rack1", Amount: 1},
+					{Consumer: "a", Group: "rack1", Amount: 1, Lend: true, LendGraceSeconds: 3600, Reclaim: eager}},
+			}
+			e := newEnv(t, dbtest.Open(t), 2, plan)
+			borrowed, err := e.create("PB", "2030-01-01 00:05", "2030-01-03 00:00", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := kinds(pools(t, e.get(t, borrowed.ID))); !cmp.Equal(got, []string{"private:dom lent by a"}) {
+				t.Fatalf("b's pools = %v", got)
+			}
+			owner, err := e.create("PA", "2030-01-01 02:00", "2030-01-02 00:00", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := pools(t, e.get(t, owner.ID))[0]
+			end := e.get(t, borrowed.ID).EndDate
+			if eager {
+				if got.Pool != "owned" || got.Reclaim == nil || end != "2030-01-01T02:00:00.000000" {
+					t.Fatalf("eager owner got %+v, b ends %s", got, end)
+				}
+			} else if got.Pool != "public" || got.Reclaim != nil || end != "2030-01-03T00:00:00.000000" {
+				t.Fatalf("lazy owner got %+v, b ends %s", got, end)
+			}
+		})
+	}
+}
