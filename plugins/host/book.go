@@ -355,7 +355,7 @@ func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plug
 	if err := checkLimits(ctx, tx, c.order, win, res.ID, c.chosen); err != nil {
 		return "", err
 	}
-	if err := recordPools(ctx, tx, lease.ID, res.ID, c.order, c.chosen); err != nil {
+	if err := recordPools(ctx, tx, lease.ID, res.ID, c.order, c.chosen, true); err != nil {
 		return "", err
 	}
 	if err := noteReclaimed(ctx, tx, res.ID, reclaimed); err != nil {

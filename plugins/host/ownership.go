@@ -17,6 +17,7 @@ import (
 
 	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/allocator/ownership"
+	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/plugins"
 )
 
@@ -259,17 +260,21 @@ type Reclaim struct {
 
 // recordPools records, in tx, the pools hostIDs of reservation resID came
 // from by order o (nil: ownership off, nothing is recorded). A host
-// already recorded for the reservation keeps its record.
-func recordPools(ctx context.Context, tx *plugins.Tx, leaseID, resID string, o *ownership.Order, hostIDs []string) error {
+// already recorded for the reservation keeps its record; isNew says the
+// reservation has none yet (its creation: no read).
+func recordPools(ctx context.Context, tx *plugins.Tx, leaseID, resID string, o *ownership.Order, hostIDs []string, isNew bool) error {
 	if o == nil || len(hostIDs) == 0 {
 		return nil
 	}
 	var have []string
-	if err := tx.WithContext(ctx).Model(&models.OwnershipPool{}).Where("reservation_id = ? AND compute_host_id IN ?", resID, hostIDs).
-		Pluck("compute_host_id", &have).Error; err != nil {
-		return err
+	if !isNew {
+		if err := tx.WithContext(ctx).Model(&models.OwnershipPool{}).Where("reservation_id = ? AND compute_host_id IN ?", resID, hostIDs).
+			Pluck("compute_host_id", &have).Error; err != nil {
+			return err
+		}
 	}
-	rows := make([]models.OwnershipPool, 0, len(hostIDs))
+	args := make([]any, 0, 7*len(hostIDs))
+	n := 0
 	for _, h := range hostIDs {
 		if slices.Contains(have, h) {
 			continue
@@ -280,13 +285,16 @@ func recordPools(ctx context.Context, tx *plugins.Tx, leaseID, resID string, o *
 			// them): say so rather than guess.
 			s.Pool = ownership.KindPublic
 		}
-		rows = append(rows, models.OwnershipPool{ReservationID: resID, ComputeHostID: h, LeaseID: leaseID,
-			Pool: s.Pool, Consumer: s.Consumer, LentBy: s.LentBy, CreatedAt: tx.Now})
+		args = append(args, resID, h, leaseID, s.Pool, s.Consumer, s.LentBy, tx.Now)
+		n++
 	}
-	if len(rows) == 0 {
+	if n == 0 {
 		return nil
 	}
-	return tx.WithContext(ctx).Create(&rows).Error
+	// One plain statement (the lease-create path).
+	q := db.Placeholders([]byte("INSERT INTO ownership_pools (reservation_id, compute_host_id, lease_id, pool, consumer, lent_by, created_at) VALUES "), n, 7)
+	_, err := tx.ExecSQL(string(q), args...)
+	return err
 }
 
 // dropPools forgets the records of reservation resID's hosts other than
@@ -425,7 +433,7 @@ func (p *Plugin) updatePools(ctx context.Context, tx *plugins.Tx, leaseID, resID
 			return err
 		}
 	}
-	return recordPools(ctx, tx, leaseID, resID, o, added)
+	return recordPools(ctx, tx, leaseID, resID, o, added, false)
 }
 
 // scavengeByPool plans a BEST-EFFORT lease's clearing over the first pool
@@ -493,5 +501,5 @@ func (p *Plugin) healPools(ctx context.Context, tx *plugins.Tx, lease plugins.Le
 	if r.Error != nil || r.RowsAffected == 0 || to == "" {
 		return r.Error
 	}
-	return recordPools(ctx, tx, lease.ID, resID, p.ownershipOrder(lease.ProjectID), []string{to})
+	return recordPools(ctx, tx, lease.ID, resID, p.ownershipOrder(lease.ProjectID), []string{to}, false)
 }
