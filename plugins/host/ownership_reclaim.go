@@ -24,9 +24,11 @@ import (
 // shortened, in the owner's transaction, to the reclaim time (the
 // owner's start less the cleaning time): its end date and end event move
 // there (its before-end event too when it was later), its host bookings
-// end there, and both leases' ownership entries say what happened.
-// Borrower leases holding anything but hosts, or not pending or active,
-// are not shortened.
+// end there, and both leases' ownership entries say what happened. A
+// loan that has not begun by the reclaim time is moved instead to another
+// free host its reservation matches, in its project's pools, when there
+// is one (it loses nothing). Borrower leases holding anything but hosts,
+// or not pending or active, are left alone.
 
 // Lease statuses and event rows a reclaim reads and writes (the lease
 // engine's names, pkg/blazar/leases).
@@ -38,11 +40,13 @@ const (
 	eventUndone    = "UNDONE"
 )
 
-// cut is one borrower booking a reclaim shortens.
+// cut is one borrower booking a reclaim shortens to At, or, when To is
+// set, moves to host To (a loan that had not begun by the reclaim time).
 type cut struct {
 	ownership.Booking
 	At    time.Time
 	Grace time.Duration
+	To    string
 }
 
 // planReclaim chooses c's hosts again allowing the reclaim of the lent
@@ -63,14 +67,22 @@ func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease
 	if !later.IsZero() {
 		note = fmt.Sprintf("hosts the project owns are lent and can be reclaimed, after their lending grace period, for a lease starting at %s or later", later.UTC().Format(time.RFC3339))
 	}
+	cands, moveTo, err := p.roomForMoves(ctx, cands)
+	if err != nil {
+		return false, "", err
+	}
 	// Cut as few borrowers as serve the request: the best candidate,
 	// then the best two, …
 	for r := 1; r <= len(cands); r++ {
 		cutAt := map[string]ownership.Candidate{}
+		avoid := map[string]bool{} // the hosts the moved loans go to
 		for _, cd := range cands[:r] {
 			cutAt[cd.Host] = cd
+			for _, b := range cd.Moves {
+				avoid[moveTo[b]] = true
+			}
 		}
-		dec, err := p.chooseReclaiming(c, cutAt, lo, hi, stages)
+		dec, err := p.chooseReclaiming(c, cutAt, avoid, lo, hi, stages)
 		var ne *allocator.NotEnoughHostsError
 		if errors.As(err, &ne) {
 			continue
@@ -84,6 +96,9 @@ func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease
 				for _, b := range cd.Cuts {
 					c.cuts = append(c.cuts, cut{Booking: b, At: cd.At, Grace: cd.Grace})
 				}
+				for _, b := range cd.Moves {
+					c.cuts = append(c.cuts, cut{Booking: b, At: cd.At, Grace: cd.Grace, To: moveTo[b]})
+				}
 			}
 		}
 		return true, "", nil
@@ -94,7 +109,7 @@ func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease
 // chooseReclaiming runs the allocator over the view in which the
 // bookings of the candidates end at their reclaim time. Borrowed hosts
 // are left out (a reclaim does not borrow on top).
-func (p *Plugin) chooseReclaiming(c *choice, cutAt map[string]ownership.Candidate, lo, hi time.Time, stages int) (allocator.HostDecision, error) {
+func (p *Plugin) chooseReclaiming(c *choice, cutAt map[string]ownership.Candidate, avoid map[string]bool, lo, hi time.Time, stages int) (allocator.HostDecision, error) {
 	o := c.order
 	req := c.req
 	if len(c.taken) > 0 {
@@ -111,7 +126,13 @@ func (p *Plugin) chooseReclaiming(c *choice, cutAt map[string]ownership.Candidat
 				continue
 			}
 			busy := make([]allocator.Interval, 0, len(hs[i].Busy))
+		next:
 			for _, iv := range hs[i].Busy {
+				for _, b := range cd.Moves {
+					if iv.Start.Equal(b.Start) && iv.End.Equal(b.End) {
+						continue next // moves elsewhere
+					}
+				}
 				for _, b := range cd.Cuts {
 					if iv.Start.Equal(b.Start) && iv.End.Equal(b.End) {
 						iv.End = cd.At
@@ -133,6 +154,9 @@ func (p *Plugin) chooseReclaiming(c *choice, cutAt map[string]ownership.Candidat
 			}
 			if c.taken[h.ID] {
 				return false, "taken by another reservation of the lease"
+			}
+			if avoid[h.ID] {
+				return false, "a reclaimed loan moves there"
 			}
 			if why, ok := c.busyNow[h.ID]; ok {
 				if _, cutting := cutAt[h.ID]; !cutting {
@@ -170,7 +194,7 @@ func reclaimBookings(ctx context.Context, g *gorm.DB, hostIDs []string, lo, hi t
 	}
 	out := make([]ownership.Booking, len(rows))
 	for i, r := range rows {
-		out[i] = ownership.Booking{Host: r.ComputeHostID, Lease: r.LeaseID, Reservation: r.ReservationID,
+		out[i] = ownership.Booking{Host: r.ComputeHostID, Lease: r.LeaseID, Reservation: r.ReservationID, Project: r.ProjectID,
 			Start: r.StartDate.UTC(), End: r.EndDate.UTC(),
 			Borrowed: r.LentBy != nil && *r.LentBy != "" && r.ProjectID != project,
 			Fixed:    (r.Status != leasePending && r.Status != leaseActive) || r.Others > 0}
@@ -178,14 +202,18 @@ func reclaimBookings(ctx context.Context, g *gorm.DB, hostIDs []string, lo, hi t
 	return out, nil
 }
 
-// applyCuts shortens, in tx, the borrower leases of c.cuts to their
-// reclaim time, after checking under the hosts' locks that each cut
-// booking is still there as planned (otherwise the write runs again and
-// plans again). It returns the borrower lease of each reclaimed host.
+// applyCuts shortens, in tx, the borrower leases of cuts to their
+// reclaim time and moves the loans that had not begun to their new hosts,
+// after checking under the hosts' locks that each booking is still there
+// as planned (otherwise the write runs again and plans again). It returns
+// the cut of each reclaimed host (for the owner's notes).
 func (p *Plugin) applyCuts(ctx context.Context, tx *plugins.Tx, ownerLease string, cuts []cut) (map[string]cut, error) {
 	hosts := map[string]bool{}
 	for _, ct := range cuts {
 		hosts[ct.Host] = true
+		if ct.To != "" {
+			hosts[ct.To] = true
+		}
 	}
 	ids := slices.Sorted(maps.Keys(hosts))
 	if err := plugins.LockResources(tx, ResourceType, ids); err != nil {
@@ -203,12 +231,23 @@ func (p *Plugin) applyCuts(ctx context.Context, tx *plugins.Tx, ownerLease strin
 		if n == 0 {
 			return nil, plugins.ErrRetry // changed since the plan: plan again
 		}
+		byHost[ct.Host] = ct
+		if ct.To != "" {
+			if err := p.moveLoan(ctx, tx, ownerLease, ct); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if at, ok := leases[ct.Lease]; !ok || ct.At.Before(at) {
 			leases[ct.Lease] = ct.At
 		}
-		byHost[ct.Host] = ct
 	}
 	var touched []string
+	for _, ct := range cuts {
+		if ct.To != "" {
+			touched = append(touched, ct.Host, ct.To)
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(leases)) {
 		at := leases[id]
 		var l models.Lease
@@ -242,13 +281,13 @@ func (p *Plugin) applyCuts(ctx context.Context, tx *plugins.Tx, ownerLease strin
 			Update("end_date", at).Error; err != nil {
 			return nil, err
 		}
-		for h, ct := range byHost {
-			if ct.Lease != id {
+		for _, ct := range cuts {
+			if ct.Lease != id || ct.To != "" {
 				continue
 			}
 			note, _ := json.Marshal(Reclaim{Action: "shortened", At: stamp(at), ByLease: ownerLease, OriginalEnd: stamp(l.EndDate),
 				GraceSeconds: int64(ct.Grace / time.Second)})
-			if err := g.Model(&models.OwnershipPool{}).Where("reservation_id = ? AND compute_host_id = ?", ct.Reservation, h).
+			if err := g.Model(&models.OwnershipPool{}).Where("reservation_id = ? AND compute_host_id = ?", ct.Reservation, ct.Host).
 				Update("reclaim", string(note)).Error; err != nil {
 				return nil, err
 			}
@@ -330,9 +369,124 @@ func (p *Plugin) reclaimFirst(ctx context.Context, c *choice, lease plugins.Leas
 		return false, nil
 	}
 	lo, hi := lease.Start.Add(-p.cfg.Cleaning), lease.End.Add(p.cfg.Cleaning)
-	if _, err := p.chooseReclaiming(c, nil, lo, hi, stages); err == nil {
+	if _, err := p.chooseReclaiming(c, nil, nil, lo, hi, stages); err == nil {
 		return false, nil // served without taking anything back
 	}
 	ok, _, err := p.planReclaim(ctx, c, lease, grace, stages)
 	return ok, err
+}
+
+// roomForMoves finds, for the loans of cands that must move (not begun by
+// the reclaim time), a host each: free over the loan's window, matching
+// its reservation, in its project's pools, not one of the candidates and
+// not borrowed from a lender with a lending limit. Candidates with a loan
+// that finds no room are dropped.
+func (p *Plugin) roomForMoves(ctx context.Context, cands []ownership.Candidate) ([]ownership.Candidate, map[ownership.Booking]string, error) {
+	avoid := map[string]bool{}
+	for _, cd := range cands {
+		avoid[cd.Host] = true
+	}
+	moveTo := map[ownership.Booking]string{}
+	out := cands[:0:0]
+	for _, cd := range cands {
+		ok := true
+		var got []string
+		for _, b := range cd.Moves {
+			to, err := p.moveTarget(ctx, b, avoid)
+			if err != nil {
+				return nil, nil, err
+			}
+			if to == "" {
+				ok = false
+				break
+			}
+			moveTo[b] = to
+			avoid[to] = true
+			got = append(got, to)
+		}
+		if ok {
+			out = append(out, cd)
+			continue
+		}
+		for _, h := range got {
+			delete(avoid, h)
+		}
+	}
+	return out, moveTo, nil
+}
+
+// moveTarget chooses a host for loan b outside avoid ("" when none).
+func (p *Plugin) moveTarget(ctx context.Context, b ownership.Booking, avoid map[string]bool) (string, error) {
+	var hr models.ComputeHostReservation
+	if err := p.db.WithContext(ctx).Where("reservation_id = ?", b.Reservation).Take(&hr).Error; err != nil {
+		return "", fmt.Errorf("physical:host reservation %s: %w", b.Reservation, err)
+	}
+	ps, err := p.params(nil, &hr)
+	if err != nil {
+		return "", err
+	}
+	o := p.ownershipOrder(b.Project)
+	lo, hi := b.Start.Add(-p.cfg.Cleaning), b.End.Add(p.cfg.Cleaning)
+	var dec allocator.HostDecision
+	p.idx.view(lo, hi, b.Reservation, func(id string) bool { return !avoid[id] }, func(hosts []allocator.Host, ranks []int32, info func(string) *Host) {
+		m := ps.match(info)
+		req := allocator.HostRequest{Window: allocator.Interval{Start: b.Start, End: b.End}, Cleaning: p.cfg.Cleaning, Min: 1, Max: 1,
+			Match: func(h *allocator.Host) (bool, string) {
+				if o != nil {
+					if !o.Allows(o.Stages(), h.ID) {
+						return false, "not in the project's ownership pools"
+					}
+					for _, x := range o.Charges(h.ID) {
+						if o.Limit(x) >= 0 {
+							return false, "lent under a lending limit"
+						}
+					}
+				}
+				if m == nil {
+					return true, ""
+				}
+				return m(h)
+			}}
+		dec, err = allocator.ChoosePrepared(p.cfg.Rules, allocator.PreparedHosts{Hosts: hosts, Ranks: ranks}, req, allocator.ChooseOptions{OmitRejected: true})
+	})
+	var ne *allocator.NotEnoughHostsError
+	if errors.As(err, &ne) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return dec.Chosen[0], nil
+}
+
+// moveLoan moves loan ct to host ct.To in tx (locked by the caller),
+// after checking that the host is still free over the loan's window, and
+// moves its pool record with a note of the move.
+func (p *Plugin) moveLoan(ctx context.Context, tx *plugins.Tx, ownerLease string, ct cut) error {
+	lo, hi := ct.Start.Add(-p.cfg.Cleaning), ct.End.Add(p.cfg.Cleaning)
+	clash, err := p.clashing(ctx, tx, []string{ct.To}, lo, hi, ct.Reservation)
+	if err != nil {
+		return err
+	}
+	if len(clash) > 0 {
+		return plugins.ErrRetry
+	}
+	g := tx.WithContext(ctx)
+	if err := g.Model(&models.ComputeHostAllocation{}).Where("reservation_id = ? AND compute_host_id = ? AND start_date = ?", ct.Reservation, ct.Host, ct.Start).
+		Update("compute_host_id", ct.To).Error; err != nil {
+		return err
+	}
+	r := g.Where("reservation_id = ? AND compute_host_id = ?", ct.Reservation, ct.Host).Delete(&models.OwnershipPool{})
+	if r.Error != nil {
+		return r.Error
+	}
+	if r.RowsAffected == 0 {
+		return nil
+	}
+	if err := recordPools(ctx, tx, ct.Lease, ct.Reservation, p.ownershipOrder(ct.Project), []string{ct.To}, false); err != nil {
+		return err
+	}
+	note, _ := json.Marshal(Reclaim{Action: "moved", At: stamp(ct.At), ByLease: ownerLease, MovedTo: ct.To, GraceSeconds: int64(ct.Grace / time.Second)})
+	return g.Model(&models.OwnershipPool{}).Where("reservation_id = ? AND compute_host_id = ?", ct.Reservation, ct.To).
+		Update("reclaim", string(note)).Error
 }

@@ -1,7 +1,9 @@
 package ownership
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,8 +190,12 @@ func TestReclaimable(t *testing.T) {
 			bookings: []Booking{{Host: "h1", Lease: "own", Start: hr(0), End: hr(10)}}},
 		{name: "a fixed lease is not shortened", start: 2, end: 5,
 			bookings: []Booking{{Host: "h1", Lease: "L1", Start: hr(0), End: hr(10), Borrowed: true, Fixed: true}}},
-		{name: "a loan starting at the reclaim time is not emptied", start: 2, end: 5,
-			bookings: []Booking{borrowed("h1", "L1", 2, 10)}},
+		{name: "a loan starting at the reclaim time is to move", start: 2, end: 5,
+			bookings: []Booking{borrowed("h1", "L1", 2, 10)}, want: []string{"h1@2:>L1"}},
+		{name: "a loan to move needs no grace period", start: 0, end: 5,
+			bookings: []Booking{borrowed("h1", "L1", 1, 10)}, want: []string{"h1@0:>L1"}},
+		{name: "cut and move on one host", start: 2, end: 8,
+			bookings: []Booking{borrowed("h1", "L1", 0, 3), borrowed("h1", "L2", 4, 6)}, want: []string{"h1@2:L1,>L2"}},
 		{name: "a host not lent is not reclaimed", start: 2, end: 5,
 			bookings: []Booking{borrowed("h9", "L9", 0, 10)}},
 		{name: "a loan outside the window is left alone", start: 2, end: 5,
@@ -206,12 +212,14 @@ func TestReclaimable(t *testing.T) {
 			var got []string
 			for _, c := range cands {
 				s := c.Host + "@" + fmtHours(c.At) + ":"
-				for i, b := range c.Cuts {
-					if i > 0 {
-						s += ","
-					}
-					s += b.Lease
+				var parts []string
+				for _, b := range c.Cuts {
+					parts = append(parts, b.Lease)
 				}
+				for _, b := range c.Moves {
+					parts = append(parts, ">"+b.Lease)
+				}
+				s += strings.Join(parts, ",")
 				got = append(got, s)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -249,7 +257,7 @@ func TestPropReclaimRespectsGrace(t *testing.T) {
 		cleaning := time.Duration(rapid.IntRange(0, 1).Draw(t, "cleaning")) * 30 * time.Minute
 		cands, _ := Reclaimable(now, start, end, cleaning, grace, bs)
 		for _, c := range cands {
-			if c.At.Before(now.Add(grace[c.Host])) {
+			if len(c.Cuts) > 0 && c.At.Before(now.Add(grace[c.Host])) {
 				t.Fatalf("%s reclaimed at %v, before the grace period from %v", c.Host, c.At, now)
 			}
 			if !c.At.Equal(start.Add(-cleaning)) {
@@ -260,11 +268,16 @@ func TestPropReclaimRespectsGrace(t *testing.T) {
 					t.Fatalf("cut %+v of candidate %+v", b, c)
 				}
 			}
-			// Every booking of the host over the window is cut.
+			for _, b := range c.Moves {
+				if !b.Borrowed || b.Fixed || b.Start.Before(c.At) || b.Host != c.Host {
+					t.Fatalf("move %+v of candidate %+v", b, c)
+				}
+			}
+			// Every booking of the host over the window is cut or moved.
 			for _, b := range bs {
 				if b.Host == c.Host && b.Start.Before(end.Add(cleaning)) && b.End.After(c.At) {
 					found := false
-					for _, x := range c.Cuts {
+					for _, x := range append(slices.Clone(c.Cuts), c.Moves...) {
 						found = found || x == b
 					}
 					if !found {

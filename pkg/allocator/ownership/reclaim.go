@@ -11,7 +11,9 @@ type Booking struct {
 	Host        string
 	Lease       string
 	Reservation string
-	Start, End  time.Time
+	// Project is the lease's project.
+	Project    string
+	Start, End time.Time
 	// Borrowed is set when the lease borrowed the host (it was lent).
 	Borrowed bool
 	// Fixed is set when the lease cannot be shortened by a reclaim (its
@@ -20,12 +22,15 @@ type Booking struct {
 }
 
 // Candidate is an owned host a reclaim frees over the owner's window:
-// its borrowed bookings are cut to At.
+// its borrowed bookings that started before At are cut to At, and those
+// starting later (not begun: no grace period to give) must move to other
+// free hosts.
 type Candidate struct {
 	Host  string
 	At    time.Time
 	Grace time.Duration
 	Cuts  []Booking
+	Moves []Booking
 }
 
 // Reclaimable returns the owned hosts an owner's request over [start,
@@ -33,10 +38,12 @@ type Candidate struct {
 // (fewest bookings cut, then the least booked time taken back, then by
 // host): a host in grace (the owned hosts its owner lends, with the
 // lending grace period) whose bookings overlapping the window (cleaning
-// included) are all borrowed, not fixed, and started before the reclaim
-// time At = start - cleaning, when At leaves each borrower at least the
-// grace period from now. A borrower's booking then ends at At; nothing is
-// taken from a borrower before the grace period is over.
+// included) are all borrowed and not fixed. Those that start before the
+// reclaim time At = start - cleaning are cut to end at At, when At leaves
+// each borrower at least the grace period from now; those that start at
+// At or later are to move (Moves), which the caller may or may not find
+// room for. Nothing is taken from a borrower before the grace period is
+// over.
 //
 // later is the earliest start from which the hosts refused only for the
 // grace period could be reclaimed (zero when there are none).
@@ -53,29 +60,38 @@ func Reclaimable(now, start, end time.Time, cleaning time.Duration, grace map[st
 	lost := map[string]time.Duration{}
 	for h, bs := range byHost {
 		ok := true
+		var cuts, moves []Booking
 		for _, b := range bs {
-			if !b.Borrowed || b.Fixed || !b.Start.Before(at) {
+			if !b.Borrowed || b.Fixed {
 				ok = false
 				break
+			}
+			if b.Start.Before(at) {
+				cuts = append(cuts, b)
+			} else {
+				moves = append(moves, b)
 			}
 		}
 		if !ok {
 			continue
 		}
 		g := grace[h]
-		if at.Before(now.Add(g)) {
+		if len(cuts) > 0 && at.Before(now.Add(g)) {
 			if t := now.Add(g + cleaning); later.IsZero() || t.Before(later) {
 				later = t
 			}
 			continue
 		}
-		c := Candidate{Host: h, At: at, Grace: g, Cuts: bs}
-		for _, b := range bs {
+		c := Candidate{Host: h, At: at, Grace: g, Cuts: cuts, Moves: moves}
+		for _, b := range cuts {
 			lost[h] += b.End.Sub(at)
 		}
 		sort.Slice(c.Cuts, func(a, b int) bool { return c.Cuts[a].Start.Before(c.Cuts[b].Start) })
+		sort.Slice(c.Moves, func(a, b int) bool { return c.Moves[a].Start.Before(c.Moves[b].Start) })
 		cands = append(cands, c)
 	}
+	// The fewest cuts first (a host whose loans can all move elsewhere
+	// takes nothing from anyone), then the least time taken back.
 	sort.Slice(cands, func(a, b int) bool {
 		x, y := cands[a], cands[b]
 		if len(x.Cuts) != len(y.Cuts) {

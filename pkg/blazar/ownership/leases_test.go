@@ -333,3 +333,61 @@ func TestEagerReclaim(t *testing.T) {
 		})
 	}
 }
+
+// A loan that has not begun by the reclaim time moves to a free host of
+// the borrower's pools and keeps its window; without one the owner is
+// refused and nothing changes.
+func TestReclaimMovesALoanNotBegun(t *testing.T) {
+	plan := ownership.Plan{
+		Consumers: []ownership.Consumer{{ID: "dom", Rank: 1}, {ID: "a", ParentID: "dom", Rank: 1, ProjectID: "PA"},
+			{ID: "b", ParentID: "dom", Rank: 2, ProjectID: "PB"}},
+		Groups: []ownership.Group{{Name: "rack1", Properties: map[string]string{"rack": "r1"}}},
+		Entries: []ownership.Entry{{Consumer: "dom", Group: "rack1", Amount: 1},
+			{Consumer: "a", Group: "rack1", Amount: 1, Lend: true, LendGraceSeconds: 3600}},
+	}
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			for _, room := range []bool{true, false} {
+				e := newEnv(t, dbtest.OpenDialect(t, dialect), 2, plan)
+				// b takes a's lent host (it comes before the public one)
+				// for tomorrow; another project takes the public host,
+				// until tonight (room) or over tomorrow too (no room).
+				loan, err := e.create("PB", "2030-01-02 00:00", "2030-01-03 00:00", 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				otherEnd := "2030-01-01 23:00"
+				if !room {
+					otherEnd = "2030-01-04 00:00"
+				}
+				if _, err := e.create("PC", "2030-01-01 00:10", otherEnd, 1); err != nil {
+					t.Fatal(err)
+				}
+				// a asks for its host from noon to 02:00 tomorrow.
+				owner, err := e.create("PA", "2030-01-01 12:00", "2030-01-02 02:00", 1)
+				b := e.get(t, loan.ID)
+				got := pools(t, b)
+				if !room {
+					if !errs.Is(err, errs.NotEnoughResources) || got[0].Reclaim != nil || b.EndDate != "2030-01-03T00:00:00.000000" {
+						t.Fatalf("no room: %v; b's entries %+v, end %s", err, got, b.EndDate)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("reclaim: %v", err)
+				}
+				if b.EndDate != "2030-01-03T00:00:00.000000" {
+					t.Fatalf("the moved loan's lease ends %s", b.EndDate)
+				}
+				if len(got) != 1 || got[0].Reclaim == nil || got[0].Reclaim.Action != "moved" || got[0].Reclaim.ByLease != owner.ID ||
+					got[0].Pool != "public" || got[0].HostID != got[0].Reclaim.MovedTo {
+					t.Fatalf("b's entries after the move: %+v (reclaim %+v)", got, got[0].Reclaim)
+				}
+				a := pools(t, e.get(t, owner.ID))
+				if len(a) != 1 || a[0].Pool != "owned" || a[0].Reclaim == nil || a[0].Reclaim.FromLease != loan.ID || a[0].HostID == got[0].HostID {
+					t.Fatalf("a's entries: %+v, b's host %s", a, got[0].HostID)
+				}
+			}
+		})
+	}
+}
