@@ -391,3 +391,47 @@ func TestReclaimMovesALoanNotBegun(t *testing.T) {
 		})
 	}
 }
+
+// Concurrent borrowers from a lender with a lending limit of one: exactly
+// one of them gets a loan over the same window, though the lender has two
+// idle hosts.
+func TestLendingLimitConcurrent(t *testing.T) {
+	plan := ownership.Plan{
+		Consumers: []ownership.Consumer{{ID: "dom", Rank: 1}, {ID: "b", ParentID: "dom", Rank: 2, ProjectID: "PB", LendingLimit: intp(1)},
+			{ID: "c1", ParentID: "dom", Rank: 3, ProjectID: "P1"}, {ID: "c2", ParentID: "dom", Rank: 4, ProjectID: "P2"}},
+		Groups: []ownership.Group{{Name: "rack1", Properties: map[string]string{"rack": "r1"}}},
+		Entries: []ownership.Entry{{Consumer: "dom", Group: "rack1", Amount: 2},
+			{Consumer: "b", Group: "rack1", Amount: 2, Lend: true, LendGraceSeconds: 3600}},
+	}
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			e := newEnv(t, dbtest.OpenDialect(t, dialect), 2, plan)
+			errc := make(chan error, 4)
+			for i := range 4 {
+				go func() {
+					_, err := e.create([]string{"P1", "P2"}[i%2], "2030-02-01 00:00", "2030-02-02 00:00", 1)
+					errc <- err
+				}()
+			}
+			ok, refused := 0, 0
+			for range 4 {
+				select {
+				case err := <-errc:
+					switch {
+					case err == nil:
+						ok++
+					case errs.Is(err, errs.NotEnoughResources) && strings.Contains(err.Error(), "lending limit"):
+						refused++
+					default:
+						t.Errorf("borrower: %v", err)
+					}
+				case <-time.After(time.Minute):
+					t.Fatal("borrowers did not finish")
+				}
+			}
+			if ok != 1 || refused != 3 {
+				t.Fatalf("%d loans, %d refused for the limit; want 1 and 3", ok, refused)
+			}
+		})
+	}
+}
