@@ -159,9 +159,7 @@ func (p *Plugin) chooseReclaiming(c *choice, cutAt map[string]ownership.Candidat
 				return false, "a reclaimed loan moves there"
 			}
 			if why, ok := c.busyNow[h.ID]; ok {
-				if _, cutting := cutAt[h.ID]; !cutting {
-					return false, why
-				}
+				return false, why
 			}
 			if m == nil {
 				return true, ""

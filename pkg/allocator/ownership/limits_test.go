@@ -174,6 +174,7 @@ func TestReclaimable(t *testing.T) {
 		name       string
 		start, end int
 		cleaning   time.Duration
+		grace      map[string]time.Duration // default: grace above
 		bookings   []Booking
 		want       []string // host@at:leases
 		later      time.Time
@@ -182,6 +183,10 @@ func TestReclaimable(t *testing.T) {
 			bookings: []Booking{borrowed("h1", "L1", 0, 10)}, want: []string{"h1@2:L1"}},
 		{name: "within the grace period: later", start: 0, end: 5,
 			bookings: []Booking{borrowed("h1", "L1", -1, 10), borrowed("h3", "L3", -1, 10)}, later: hr(1)},
+		{name: "no grace period, but the reclaim time is now", start: 0, end: 5,
+			grace: map[string]time.Duration{"h1": 0}, bookings: []Booking{borrowed("h1", "L1", -1, 10)}, later: hr(0).Add(time.Minute)},
+		{name: "no grace period, reclaim time ahead", start: 1, end: 5,
+			grace: map[string]time.Duration{"h1": 0}, bookings: []Booking{borrowed("h1", "L1", -1, 10)}, want: []string{"h1@1:L1"}},
 		{name: "cleaning moves the reclaim time", start: 3, end: 5, cleaning: 30 * time.Minute,
 			bookings: []Booking{borrowed("h1", "L1", 0, 10)}, want: []string{"h1@2.5:L1"}},
 		{name: "cleaning counts in the grace period", start: 1, end: 5, cleaning: 30 * time.Minute,
@@ -208,7 +213,11 @@ func TestReclaimable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cands, later := Reclaimable(now, hr(tc.start), hr(tc.end), tc.cleaning, grace, tc.bookings)
+			g := grace
+			if tc.grace != nil {
+				g = tc.grace
+			}
+			cands, later := Reclaimable(now, hr(tc.start), hr(tc.end), tc.cleaning, g, tc.bookings)
 			var got []string
 			for _, c := range cands {
 				s := c.Host + "@" + fmtHours(c.At) + ":"
@@ -257,7 +266,7 @@ func TestPropReclaimRespectsGrace(t *testing.T) {
 		cleaning := time.Duration(rapid.IntRange(0, 1).Draw(t, "cleaning")) * 30 * time.Minute
 		cands, _ := Reclaimable(now, start, end, cleaning, grace, bs)
 		for _, c := range cands {
-			if len(c.Cuts) > 0 && c.At.Before(now.Add(grace[c.Host])) {
+			if len(c.Cuts) > 0 && (c.At.Before(now.Add(grace[c.Host])) || !c.At.After(now)) {
 				t.Fatalf("%s reclaimed at %v, before the grace period from %v", c.Host, c.At, now)
 			}
 			if !c.At.Equal(start.Add(-cleaning)) {

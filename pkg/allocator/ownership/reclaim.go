@@ -40,7 +40,8 @@ type Candidate struct {
 // lending grace period) whose bookings overlapping the window (cleaning
 // included) are all borrowed and not fixed. Those that start before the
 // reclaim time At = start - cleaning are cut to end at At, when At leaves
-// each borrower at least the grace period from now; those that start at
+// each borrower at least the grace period from now (and At is after
+// now); those that start at
 // At or later are to move (Moves), which the caller may or may not find
 // room for. Nothing is taken from a borrower before the grace period is
 // over.
@@ -76,8 +77,11 @@ func Reclaimable(now, start, end time.Time, cleaning time.Duration, grace map[st
 			continue
 		}
 		g := grace[h]
-		if len(cuts) > 0 && at.Before(now.Add(g)) {
-			if t := now.Add(g + cleaning); later.IsZero() || t.Before(later) {
+		// A cut ends the borrower's lease by its end event, which must
+		// come after now: the owner's lease starts after it (the event
+		// manager's order hands the host over).
+		if len(cuts) > 0 && (at.Before(now.Add(g)) || !at.After(now)) {
+			if t := now.Add(max(g, time.Minute) + cleaning); later.IsZero() || t.Before(later) {
 				later = t
 			}
 			continue
