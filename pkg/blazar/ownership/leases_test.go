@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/leasehold/leasehold/pkg/blazar/events"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
@@ -29,6 +30,7 @@ var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 // env is a lease engine with the host plugin and the ownership policy on
 // one database.
 type env struct {
+	d      *db.DB
 	own    *ownership.Service
 	leases *leases.Service
 	clock  *leasestest.Clock
@@ -44,7 +46,7 @@ func newEnv(t *testing.T, d *db.DB, n int, plan ownership.Plan) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{own: own, leases: leases.New(d, reg, leases.Config{}, clock.Now, nil), clock: clock}
+	e := &env{d: d, own: own, leases: leases.New(d, reg, leases.Config{}, clock.Now, nil), clock: clock}
 	if len(plan.Consumers) > 0 {
 		if _, err := own.Update(context.Background(), 0, func(p *ownership.Plan) error { *p = plan; return nil }); err != nil {
 			t.Fatal(err)
@@ -291,6 +293,19 @@ func TestReclaimShortensTheBorrower(t *testing.T) {
 			// The host is b's until 02:00: b may not have it again after.
 			if _, err := e.create("PB", "2030-01-01 03:00", "2030-01-01 04:00", 1); !errs.Is(err, errs.NotEnoughResources) {
 				t.Fatalf("b books the reclaimed window: %v", err)
+			}
+			// The events hand the host over at 02:00: b's lease ends, a's
+			// starts.
+			mgr := events.New(e.d, e.leases, events.Config{}, e.clock.Now)
+			for _, at := range []string{"00:05", "02:00"} {
+				tm, _ := time.Parse("15:04", at)
+				e.clock.Set(t0.Add(time.Duration(tm.Hour())*time.Hour + time.Duration(tm.Minute())*time.Minute))
+				if _, err := mgr.RunDue(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if b, a := e.get(t, borrowed.ID), e.get(t, owner.ID); b.Status != "TERMINATED" || a.Status != "ACTIVE" {
+				t.Fatalf("at 02:00 b is %s and a %s; want TERMINATED and ACTIVE", b.Status, a.Status)
 			}
 		})
 	}
