@@ -203,11 +203,7 @@ func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, r plugins.Req
 			return nil, err
 		}
 	}
-	if p.cfg.Ownership != nil {
-		if err := p.ownershipOf(ctx, c, lease, earlier); err != nil {
-			return nil, err
-		}
-	}
+	c.order = p.ownershipOrder(lease.ProjectID)
 	if len(p.cfg.Rules.ExclusionTags(lease.Tags)) > 0 {
 		c.tags, c.lease = lease.Tags, lease.ID
 	}
@@ -220,6 +216,10 @@ func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, r plugins.Req
 		if err := p.reclaimOr(ctx, c, lease, fresh, err); err != nil {
 			return nil, err
 		}
+		return c, nil
+	}
+	if err := p.withinLimits(ctx, c, lease, earlier, fresh); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

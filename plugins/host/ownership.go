@@ -371,18 +371,33 @@ func addPool(out map[string]map[string]any, resID string, e PoolEntry) {
 	m["ownership"] = append(l, e)
 }
 
-// ownershipOf sets c's ownership pools and lending budgets for lease
-// (the budgets less what the lease's earlier reservations borrow).
-func (p *Plugin) ownershipOf(ctx context.Context, c *choice, lease plugins.Lease, earlier []any) error {
-	c.order = p.cfg.Ownership.HostOrder(lease.ProjectID)
-	b, err := budgets(ctx, p.db, c.order, allocator.Interval{Start: lease.Start, End: lease.End}, "")
-	if err != nil || b == nil {
+// withinLimits makes c's choice keep its lenders' lending limits: when
+// it borrows from a lender with a limit, the loans over the window are
+// read (only then: most choices borrow nothing) and, if the choice takes
+// more than a limit leaves, it is made again within the budgets (less
+// what the lease's earlier reservations borrow).
+func (p *Plugin) withinLimits(ctx context.Context, c *choice, lease plugins.Lease, earlier []any, fresh bool) error {
+	o := c.order
+	if o == nil {
+		return nil
+	}
+	limited := false
+	for _, h := range c.chosen {
+		for _, x := range o.Charges(h) {
+			limited = limited || o.Limit(x) >= 0
+		}
+	}
+	if !limited {
+		return nil
+	}
+	b, err := budgets(ctx, p.db, o, allocator.Interval{Start: lease.Start, End: lease.End}, "")
+	if err != nil {
 		return err
 	}
 	for _, e := range earlier {
 		if ec, ok := e.(*choice); ok {
 			for _, h := range ec.chosen {
-				for _, x := range c.order.Charges(h) {
+				for _, x := range o.Charges(h) {
 					if _, ok := b[x]; ok {
 						b[x]--
 					}
@@ -391,7 +406,10 @@ func (p *Plugin) ownershipOf(ctx context.Context, c *choice, lease plugins.Lease
 		}
 	}
 	c.budgets = b
-	return nil
+	if x, _ := overBudget(o, b, nil, c.chosen); x == "" {
+		return nil
+	}
+	return p.chooseNew(c, nil, fresh)
 }
 
 // chooseAdded is staged for the hosts a lease update adds to reservation
