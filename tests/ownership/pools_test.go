@@ -209,4 +209,17 @@ func TestPoolsLimitsAndReclaim(t *testing.T) {
 	if got := describe(entries(t, o)); got != "owned:b, owned:b reclaimed" {
 		t.Fatalf("PB's entries = %s", got)
 	}
+	// The listing (its own JSON writer) shows the same entries.
+	status, body = do(t, ts, "admin", "GET", "/v1/leases", "")
+	if status != 200 {
+		t.Fatalf("listing: %d %v", status, body)
+	}
+	listed := map[string]string{}
+	for _, l := range body["leases"].([]any) {
+		l := l.(map[string]any)
+		listed[l["id"].(string)] = describe(entries(t, l))
+	}
+	if listed[borrower] != "owned:a, private:dom lent by b shortened" || listed[owner] != "owned:b, owned:b reclaimed" || listed[far] != "owned:a, private:dom lent by b" {
+		t.Fatalf("listed entries = %v", listed)
+	}
 }
