@@ -352,7 +352,7 @@ func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plug
 	if err := p.enqueueMoves(tx, lease, c); err != nil {
 		return "", err
 	}
-	if err := checkLimits(ctx, tx, c.order, win, res.ID, c.chosen); err != nil {
+	if err := checkLimits(ctx, tx, c.order, win, res.ID, c.chosen, false); err != nil {
 		return "", err
 	}
 	if err := recordPools(ctx, tx, lease.ID, res.ID, c.order, c.chosen, true); err != nil {

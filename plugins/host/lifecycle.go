@@ -92,6 +92,10 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 				if errors.Is(err, plugins.ErrStale) {
 					return err
 				}
+				var le *lendingLimitError
+				if errors.As(err, &le) {
+					return plugins.NotEnough("Not enough hosts available: %d kept, %s", len(keep), strings.TrimPrefix(le.Error(), "Not enough hosts available: "))
+				}
 				if errors.As(err, &ne) {
 					return plugins.NotEnough("Not enough hosts available: %d kept, %s", len(keep), strings.TrimPrefix(ne.Error(), "Not enough hosts available: "))
 				}
@@ -120,7 +124,7 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 	if err := p.insertAllocs(ctx, tx, res.ID, final, win); err != nil {
 		return err
 	}
-	if err := p.updatePools(ctx, tx, lease.ID, res.ID, order, win, final, added); err != nil {
+	if err := p.updatePools(ctx, tx, lease.ID, res.ID, order, win, final, added, paramsChanged || !shrinking); err != nil {
 		return err
 	}
 	if active {

@@ -193,8 +193,10 @@ func budgets(ctx context.Context, g *gorm.DB, o *ownership.Order, win allocator.
 // checkLimits re-checks in tx, under the lenders' locks, that hostIDs
 // borrowed by a lease of order o over win stay within the lending limits
 // (a concurrent request may have borrowed since the choice): if not, the
-// write runs again (plugins.ErrRetry) and chooses from what is left.
-func checkLimits(ctx context.Context, tx *plugins.Tx, o *ownership.Order, win allocator.Interval, exclude string, hostIDs []string) error {
+// write runs again (plugins.ErrRetry) and chooses from what is left, or,
+// when final (the choice was made from loans read under the locks), the
+// request is refused naming the limits.
+func checkLimits(ctx context.Context, tx *plugins.Tx, o *ownership.Order, win allocator.Interval, exclude string, hostIDs []string, final bool) error {
 	if o == nil {
 		return nil
 	}
@@ -216,12 +218,19 @@ func checkLimits(ctx context.Context, tx *plugins.Tx, o *ownership.Order, win al
 	if err != nil {
 		return err
 	}
+	over := map[string]bool{}
 	for x, n := range need {
 		if b, ok := left[x]; ok && n > b {
-			return plugins.ErrRetry
+			over[x] = true
 		}
 	}
-	return nil
+	switch {
+	case len(over) == 0:
+		return nil
+	case !final:
+		return plugins.ErrRetry
+	}
+	return plugins.NotEnough("Not enough hosts available: the lease would borrow beyond %s", limitNote(o, left, over))
 }
 
 // PoolEntry is one host of a reservation with the ownership pool it came
@@ -439,15 +448,16 @@ func (p *Plugin) chooseAdded(tx *plugins.Tx, o *ownership.Order, win allocator.I
 
 // updatePools keeps reservation resID's pool records in step with a
 // lease update: hosts it no longer holds are forgotten, added ones
-// recorded from o, and the borrowed ones re-checked against the lending
-// limits over the new window.
-func (p *Plugin) updatePools(ctx context.Context, tx *plugins.Tx, leaseID, resID string, o *ownership.Order, win allocator.Interval, final, added []string) error {
+// recorded from o, and, when the window or the hosts grew, the borrowed
+// ones re-checked against the lending limits over the new window.
+func (p *Plugin) updatePools(ctx context.Context, tx *plugins.Tx, leaseID, resID string, o *ownership.Order, win allocator.Interval, final, added []string, grew bool) error {
 	if err := dropPools(ctx, tx, resID, final); err != nil {
 		return err
 	}
-	if len(added) > 0 {
-		// Every borrowed host counts, kept ones too: the window moved.
-		if err := checkLimits(ctx, tx, o, win, resID, final); err != nil {
+	if grew {
+		// Every borrowed host counts, kept ones too: the window may have
+		// moved or grown.
+		if err := checkLimits(ctx, tx, o, win, resID, final, true); err != nil {
 			return err
 		}
 	}

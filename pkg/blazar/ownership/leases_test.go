@@ -450,3 +450,54 @@ func TestLendingLimitConcurrent(t *testing.T) {
 		})
 	}
 }
+
+// A lease update that adds hosts keeps to the lending limits: growing
+// onto a second loan from a lender that lends one at a time is refused
+// with the limit named; moving the window re-checks the loans it keeps.
+func TestUpdateKeepsLendingLimits(t *testing.T) {
+	plan := ownership.Plan{
+		Consumers: []ownership.Consumer{{ID: "dom", Rank: 1}, {ID: "a", ParentID: "dom", Rank: 1, ProjectID: "PA"},
+			{ID: "b", ParentID: "dom", Rank: 2, ProjectID: "PB", LendingLimit: intp(1)}, {ID: "c", ParentID: "dom", Rank: 3, ProjectID: "PC"}},
+		Groups: []ownership.Group{{Name: "rack1", Properties: map[string]string{"rack": "r1"}}},
+		Entries: []ownership.Entry{{Consumer: "dom", Group: "rack1", Amount: 3}, {Consumer: "a", Group: "rack1", Amount: 1},
+			{Consumer: "b", Group: "rack1", Amount: 2, Lend: true, LendGraceSeconds: 3600}},
+	}
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			e := newEnv(t, dbtest.OpenDialect(t, dialect), 3, plan)
+			v, err := e.create("PA", "2030-02-01 00:00", "2030-02-02 00:00", 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resID := v.Reservations[0]["id"].(string)
+			_, err = e.leases.Update(context.Background(), leases.Caller{Admin: true}, v.ID, leases.UpdateRequest{
+				Reservations: []leases.ReservationUpdate{{ID: resID, Values: plugins.Values{"min": 3, "max": 3}}}})
+			if !errs.Is(err, errs.NotEnoughResources) || !strings.Contains(err.Error(), `consumer "b" lends at most 1 hosts at once`) {
+				t.Fatalf("growing onto a second loan: %v", err)
+			}
+			if got := sortedKinds(pools(t, e.get(t, v.ID))); !cmp.Equal(got, []string{"owned:a", "private:dom lent by b"}) {
+				t.Fatalf("entries after the refused update: %v", got)
+			}
+			// Another borrower takes one of b's hosts over March; PA's
+			// lease cannot move there with its loan (two at once).
+			if _, err := e.create("PC", "2030-03-01 00:00", "2030-03-02 00:00", 1); err != nil {
+				t.Fatal(err)
+			}
+			march := "2030-03-01 00:00"
+			_, err = e.leases.Update(context.Background(), leases.Caller{Admin: true}, v.ID, leases.UpdateRequest{StartDate: &march, EndDate: ptr("2030-03-01 12:00")})
+			if !errs.Is(err, errs.NotEnoughResources) || !strings.Contains(err.Error(), `consumer "b" lends at most 1 hosts at once`) {
+				t.Fatalf("moving the loan onto another: %v", err)
+			}
+			if got := e.get(t, v.ID); got.StartDate != "2030-02-01T00:00:00.000000" {
+				t.Fatalf("the refused update moved the lease to %s", got.StartDate)
+			}
+			// April is free: the lease moves with its loan.
+			april := "2030-04-01 00:00"
+			if _, err := e.leases.Update(context.Background(), leases.Caller{Admin: true}, v.ID, leases.UpdateRequest{StartDate: &april, EndDate: ptr("2030-04-02 00:00")}); err != nil {
+				t.Fatalf("moving to April: %v", err)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }
