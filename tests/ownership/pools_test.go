@@ -223,3 +223,63 @@ func TestPoolsLimitsAndReclaim(t *testing.T) {
 		t.Fatalf("listed entries = %v", listed)
 	}
 }
+
+// TestUpdateDrawsFromPools: a lease update over HTTP that adds a host
+// takes it from the project's next pool, and its answer (checked against
+// blazar-v1.yaml) lists where each host came from.
+func TestUpdateDrawsFromPools(t *testing.T) {
+	ts := start(t)
+	val := blazarValidator(t)
+	for i := 1; i <= 4; i++ {
+		if status, body := do(t, ts, "admin", "POST", "/v1/os-hosts", fmt.Sprintf(`{"name": "c%d", "rack": "r1"}`, i)); status != 201 && status != 200 {
+			t.Fatalf("create host: %d %v", status, body)
+		}
+	}
+	plan := `{"generation": 0,
+ "consumers": [{"id": "dom", "rank": 1}, {"id": "a", "parent_id": "dom", "rank": 1, "project_id": "PA"}],
+ "groups": [{"name": "rack1", "properties": {"rack": "r1"}}],
+ "entries": [{"consumer": "dom", "group": "rack1", "amount": 2}, {"consumer": "a", "group": "rack1", "amount": 1}]}`
+	if status, body := do(t, ts, "admin", "PUT", "/v1/ownership/plan", plan); status != 200 {
+		t.Fatalf("plan: %d %v", status, body)
+	}
+	status, body := do(t, ts, "u:PA", "POST", "/v1/leases", leaseBody("grow", "2099-01-01 00:00", "2099-01-02 00:00", 1))
+	if status != 201 {
+		t.Fatalf("lease: %d %v", status, body)
+	}
+	l := body["lease"].(map[string]any)
+	id := l["id"].(string)
+	resID := l["reservations"].([]any)[0].(map[string]any)["id"].(string)
+	for _, step := range []struct {
+		body, want string
+	}{
+		{fmt.Sprintf(`{"reservations": [{"id": %q, "min": 2, "max": 2}]}`, resID), "owned:a, private:dom"},
+		{fmt.Sprintf(`{"reservations": [{"id": %q, "min": 3, "max": 3}]}`, resID), "owned:a, private:dom, public"},
+	} {
+		req, _ := http.NewRequest("PUT", ts.URL+"/v1/leases/"+id, strings.NewReader(step.body))
+		req.Header.Set("X-Auth-Token", "u:PA")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("update %s: %d %s", step.body, resp.StatusCode, raw)
+		}
+		vreq, _ := http.NewRequest("PUT", "http://localhost/v1/leases/"+id, strings.NewReader(step.body))
+		vreq.Header = req.Header.Clone()
+		resp.Body = io.NopCloser(bytes.NewReader(raw))
+		resp.Request = vreq
+		if ok, errs := val.ValidateHttpRequestResponse(vreq, resp); !ok {
+			t.Errorf("update answer does not match blazar-v1.yaml: %v\n%s", errs, raw)
+		}
+		var out map[string]map[string]any
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatal(err)
+		}
+		if got := describe(entries(t, out["lease"])); got != step.want {
+			t.Fatalf("after %s: %s, want %s", step.body, got, step.want)
+		}
+	}
+}
