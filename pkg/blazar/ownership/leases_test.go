@@ -182,13 +182,24 @@ func sortedKinds(es []hostplugin.PoolEntry) []string {
 }
 
 func TestNoOwnershipFieldWithoutAPlan(t *testing.T) {
-	e := newEnv(t, dbtest.Open(t), 2, ownership.Plan{})
-	v, err := e.create("PA", "2030-02-01 00:00", "2030-02-02 00:00", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := e.get(t, v.ID).Reservations[0]["ownership"]; ok {
-		t.Fatalf("a lease made with ownership off has an ownership field: %v", e.get(t, v.ID).Reservations[0])
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			e := newEnv(t, dbtest.OpenDialect(t, dialect), 2, ownership.Plan{})
+			v, err := e.create("PA", "2030-02-01 00:00", "2030-02-02 00:00", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := e.get(t, v.ID).Reservations[0]["ownership"]; ok {
+				t.Fatalf("a lease made with ownership off has an ownership field: %v", e.get(t, v.ID).Reservations[0])
+			}
+			list, err := e.leases.List(context.Background(), leases.Caller{Admin: true})
+			if err != nil || len(list) != 1 {
+				t.Fatalf("listing: %v, %v", list, err)
+			}
+			if _, ok := list[0].Reservations[0]["ownership"]; ok {
+				t.Fatalf("the listing shows an ownership field with ownership off")
+			}
+		})
 	}
 }
 
@@ -315,8 +326,17 @@ func TestReclaimShortensTheBorrower(t *testing.T) {
 // even though a public host is idle; without it, it takes the public
 // host and the borrower keeps its lease.
 func TestEagerReclaim(t *testing.T) {
-	for _, eager := range []bool{false, true} {
-		t.Run(map[bool]string{false: "lazy", true: "eager"}[eager], func(t *testing.T) {
+	type run struct {
+		dialect db.Dialect
+		eager   bool
+	}
+	var runs []run
+	for _, d := range dbtest.Dialects() {
+		runs = append(runs, run{d, false}, run{d, true})
+	}
+	for _, c := range runs {
+		eager := c.eager
+		t.Run(string(c.dialect)+map[bool]string{false: "/lazy", true: "/eager"}[eager], func(t *testing.T) {
 			plan := ownership.Plan{
 				Consumers: []ownership.Consumer{{ID: "dom", Rank: 1}, {ID: "a", ParentID: "dom", Rank: 1, ProjectID: "PA"},
 					{ID: "b", ParentID: "dom", Rank: 2, ProjectID: "PB"}},
@@ -324,7 +344,7 @@ func TestEagerReclaim(t *testing.T) {
 				Entries: []ownership.Entry{{Consumer: "dom", Group: "rack1", Amount: 1},
 					{Consumer: "a", Group: "rack1", Amount: 1, Lend: true, LendGraceSeconds: 3600, Reclaim: eager}},
 			}
-			e := newEnv(t, dbtest.Open(t), 2, plan)
+			e := newEnv(t, dbtest.OpenDialect(t, c.dialect), 2, plan)
 			borrowed, err := e.create("PB", "2030-01-01 00:05", "2030-01-03 00:00", 1)
 			if err != nil {
 				t.Fatal(err)
