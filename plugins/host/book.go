@@ -79,6 +79,10 @@ func notEnough(err error) error {
 	if errors.Is(err, plugins.ErrStale) {
 		return err
 	}
+	var le *lendingLimitError
+	if errors.As(err, &le) {
+		return plugins.NotEnough("%s", le.Error())
+	}
 	var ne *allocator.NotEnoughHostsError
 	if errors.As(err, &ne) {
 		return plugins.NotEnough("%s", ne.Error())
@@ -168,8 +172,13 @@ type choice struct {
 	// planned instance moves (PrepareClearing).
 	busyNow map[string]string
 	moves   []move
-	// order is the project's ownership pools (nil: ownership off).
-	order *ownership.Order
+	// order is the project's ownership pools (nil: ownership off);
+	// budgets its lenders' lending limits left over the window.
+	order   *ownership.Order
+	budgets map[string]int
+	// cuts are the borrower bookings a reclaim shortens for this choice
+	// (ownership_reclaim.go).
+	cuts []cut
 	// tags are the lease's tags when some are exclusion tags (nil
 	// otherwise): the choice spreads over failure domains away from
 	// overlapping leases sharing one (allocator.TagRules.WithExclusion).
@@ -194,13 +203,22 @@ func (p *Plugin) Prepare(ctx context.Context, lease plugins.Lease, r plugins.Req
 			return nil, err
 		}
 	}
-	if p.cfg.Ownership != nil {
-		c.order = p.cfg.Ownership.HostOrder(lease.ProjectID)
-	}
+	c.order = p.ownershipOrder(lease.ProjectID)
 	if len(p.cfg.Rules.ExclusionTags(lease.Tags)) > 0 {
 		c.tags, c.lease = lease.Tags, lease.ID
 	}
+	if ok, err := p.reclaimFirst(ctx, c, lease); err != nil {
+		return nil, err
+	} else if ok {
+		return c, nil
+	}
 	if err := p.chooseNew(c, nil, fresh); err != nil {
+		if err := p.reclaimOr(ctx, c, lease, fresh, err); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	if err := p.withinLimits(ctx, c, lease, earlier, fresh); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -239,7 +257,7 @@ func (p *Plugin) chooseNew(c *choice, excluded map[string]bool, fresh bool) erro
 	if len(c.tags) > 0 {
 		req = p.cfg.Rules.WithExclusion(req, c.tags, p.idx.exclusionBookings(req.Window, c.lease), p.idx.domainsOf)
 	}
-	dec, err := p.chooseByPool(c.order, req, match)
+	dec, err := p.chooseByPool(c.order, c.budgets, req, match)
 	var ne *allocator.NotEnoughHostsError
 	if errors.As(err, &ne) && !fresh {
 		err = fmt.Errorf("%w: %w", plugins.ErrStale, err)
@@ -297,6 +315,13 @@ func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plug
 	// left out and the hosts are chosen again, in this transaction: each
 	// round learns at least one busy host, so this ends, and a request
 	// is refused only when the hosts really ran out.
+	var reclaimed map[string]cut
+	if len(c.cuts) > 0 {
+		var err error
+		if reclaimed, err = p.applyCuts(ctx, tx, lease.ID, c.cuts); err != nil {
+			return "", err
+		}
+	}
 	var excluded map[string]bool
 	for {
 		lost, err := p.lockAndBook(ctx, tx, res.ID, c.chosen, win)
@@ -306,8 +331,8 @@ func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plug
 		if len(lost) == 0 {
 			break
 		}
-		if c.moves != nil {
-			return "", plugins.ErrRetry // a scavenger plan is planned again whole
+		if c.moves != nil || c.cuts != nil {
+			return "", plugins.ErrRetry // a scavenger or reclaim plan is planned again whole
 		}
 		if excluded == nil {
 			excluded = map[string]bool{}
@@ -325,6 +350,15 @@ func (p *Plugin) ReservePrepared(ctx context.Context, tx *plugins.Tx, lease plug
 		return "", err
 	}
 	if err := p.enqueueMoves(tx, lease, c); err != nil {
+		return "", err
+	}
+	if err := checkLimits(ctx, tx, c.order, win, res.ID, c.chosen, false); err != nil {
+		return "", err
+	}
+	if err := recordPools(ctx, tx, lease.ID, res.ID, c.order, c.chosen, true); err != nil {
+		return "", err
+	}
+	if err := noteReclaimed(ctx, tx, res.ID, reclaimed); err != nil {
 		return "", err
 	}
 	rows := allocRows(res.ID, c.chosen, win)

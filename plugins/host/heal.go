@@ -57,6 +57,9 @@ func (p *Plugin) Heal(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, 
 		if err != nil {
 			return "", err
 		}
+		if err := p.healPools(ctx, tx, lease, res.ID, hostID, to); err != nil {
+			return "", err
+		}
 		if to == "" {
 			if err := tx.WithContext(ctx).Where("id = ?", row.ID).Delete(&models.ComputeHostAllocation{}).Error; err != nil {
 				return "", err
@@ -108,7 +111,12 @@ func (p *Plugin) replacement(tx *plugins.Tx, lease plugins.Lease, ps params, win
 	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
 	var dec allocator.HostDecision
 	var err error
-	p.idx.view(lo, hi, resID, func(id string) bool { return !held[id] }, func(hosts []allocator.Host, ranks []int32, info func(string) *Host) {
+	keep := func(id string) bool { return !held[id] }
+	if o := p.ownershipOrder(lease.ProjectID); o != nil {
+		// The replacement comes from the project's ownership pools.
+		keep = func(id string) bool { return !held[id] && o.Allows(o.Stages(), id) }
+	}
+	p.idx.view(lo, hi, resID, keep, func(hosts []allocator.Host, ranks []int32, info func(string) *Host) {
 		m := ps.match(info)
 		match := func(h *allocator.Host) (bool, string) {
 			if len(srcMig) > 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/allocator"
+	"github.com/leasehold/leasehold/pkg/allocator/ownership"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/outbox"
@@ -286,7 +287,15 @@ func (p *Plugin) PrepareClearing(ctx context.Context, lease plugins.Lease, r plu
 	if err != nil {
 		return nil, err
 	}
-	plan, err := allocator.PlanScavenge(in)
+	var order *ownership.Order
+	var left map[string]int
+	if p.cfg.Ownership != nil {
+		order = p.cfg.Ownership.HostOrder(lease.ProjectID)
+		if left, err = budgets(ctx, p.db, order, allocator.Interval{Start: lease.Start, End: lease.End}, ""); err != nil {
+			return nil, err
+		}
+	}
+	plan, err := scavengeByPool(in, hostOf, order, left)
 	var se *allocator.ScavengeError
 	if errors.As(err, &se) {
 		err = plugins.NotEnough("%s", se.Reason)
@@ -299,7 +308,8 @@ func (p *Plugin) PrepareClearing(ctx context.Context, lease plugins.Lease, r plu
 		return nil, notEnough(err)
 	}
 	win := allocator.Interval{Start: lease.Start, End: lease.End}
-	c := &choice{ps: ps, taken: taken, req: allocator.HostRequest{Window: win, Cleaning: p.cfg.Cleaning, Min: ps.min, Max: ps.max}}
+	c := &choice{ps: ps, taken: taken, req: allocator.HostRequest{Window: win, Cleaning: p.cfg.Cleaning, Min: ps.min, Max: ps.max},
+		order: order, budgets: left}
 	for _, u := range plan.Hosts {
 		c.chosen = append(c.chosen, hostOf[u])
 	}

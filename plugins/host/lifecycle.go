@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/allocator"
+	"github.com/leasehold/leasehold/pkg/allocator/ownership"
 	"github.com/leasehold/leasehold/plugins"
 )
 
@@ -51,6 +52,10 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 	shrinking := !lease.Start.Before(old.Start) && !lease.End.After(old.End)
 	keep := held
 	var added []string
+	var order *ownership.Order
+	if p.cfg.Ownership != nil {
+		order = p.cfg.Ownership.HostOrder(lease.ProjectID)
+	}
 	if paramsChanged || !shrinking {
 		if !win.Start.Before(win.End) {
 			return plugins.BadRequest("End date must be later than current and start date")
@@ -76,11 +81,20 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 		}
 		if len(keep) < ps.max {
 			need := max(ps.min-len(keep), 0)
-			dec, err := p.choose(tx, lease, ps, win, need, ps.max-len(keep), res.ID, func(id string) bool { return !heldSet[id] }, keep, true)
+			// Hosts added to the reservation come from the project's
+			// ownership pools, as a new reservation's do; hosts it keeps
+			// stay whatever pool they came from.
+			dec, err := p.chooseAdded(tx, order, win, res.ID, keep, func(allowed func(string) bool) (allocator.HostDecision, error) {
+				return p.choose(tx, lease, ps, win, need, ps.max-len(keep), res.ID, func(id string) bool { return !heldSet[id] && allowed(id) }, keep, true)
+			})
 			if err != nil {
 				var ne *allocator.NotEnoughHostsError
 				if errors.Is(err, plugins.ErrStale) {
 					return err
+				}
+				var le *lendingLimitError
+				if errors.As(err, &le) {
+					return plugins.NotEnough("Not enough hosts available: %d kept, %s", len(keep), strings.TrimPrefix(le.Error(), "Not enough hosts available: "))
 				}
 				if errors.As(err, &ne) {
 					return plugins.NotEnough("Not enough hosts available: %d kept, %s", len(keep), strings.TrimPrefix(ne.Error(), "Not enough hosts available: "))
@@ -108,6 +122,9 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 	}
 	final := append(slices.Clone(keep), added...)
 	if err := p.insertAllocs(ctx, tx, res.ID, final, win); err != nil {
+		return err
+	}
+	if err := p.updatePools(ctx, tx, lease.ID, res.ID, order, win, final, added, paramsChanged || !shrinking); err != nil {
 		return err
 	}
 	if active {
@@ -185,6 +202,9 @@ func (p *Plugin) Delete(ctx context.Context, tx *plugins.Tx, res *models.Reserva
 	if err := tx.WithContext(ctx).Where("reservation_id = ?", res.ID).Delete(&models.ComputeHostReservation{}).Error; err != nil {
 		return err
 	}
+	if err := dropPools(ctx, tx, res.ID, nil); err != nil {
+		return err
+	}
 	tx.AfterCommit(func() { p.idx.setReservation(res.ID, held, nil) })
 	return nil
 }
@@ -202,6 +222,9 @@ func (p *Plugin) Describe(ctx context.Context, g *gorm.DB, res []*models.Reserva
 	out := make(map[string]map[string]any, len(rows))
 	for _, hr := range rows {
 		out[hr.ReservationID] = fields(hr.CountRange, hr.HypervisorProperties, hr.ResourceProperties, hr.BeforeEnd)
+	}
+	if err := describePools(ctx, g, ids, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -244,7 +267,13 @@ func (p *Plugin) DescribeListed(ctx context.Context, d *sql.DB, project *string)
 		}
 		out[id] = fields(countRange, hyper.String, res.String, beforeEnd.String)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if err := describePoolsListed(ctx, d, project, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 var (

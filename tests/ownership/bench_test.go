@@ -13,13 +13,12 @@ import (
 // hosts with ownership off (no plan) and on (10 domains of 10 projects,
 // each project owning 5 hosts), each lease in its own window so the
 // project's owned hosts are free. It reports the p50 latency; the
-// difference between the two is the extra cost of ownership.
+// difference between the two is the extra cost of ownership. In "limits"
+// every project also lends its hosts under a lending limit, so each
+// create reads the loans of its lenders over the window.
 func BenchmarkLeaseCreate(b *testing.B) {
-	for _, on := range []bool{false, true} {
-		name := "off"
-		if on {
-			name = "on"
-		}
+	for _, name := range []string{"off", "on", "limits"} {
+		on, limits := name != "off", name == "limits"
 		b.Run(name, func(b *testing.B) {
 			ts, s := startServer(b)
 			ctx := context.Background()
@@ -34,8 +33,12 @@ func BenchmarkLeaseCreate(b *testing.B) {
 					cons = append(cons, fmt.Sprintf(`{"id": "d%d", "rank": %d}`, d, d))
 					entries = append(entries, fmt.Sprintf(`{"consumer": "d%d", "group": "all", "amount": 90}`, d))
 					for p := range 10 {
-						cons = append(cons, fmt.Sprintf(`{"id": "d%d-p%d", "parent_id": "d%d", "rank": %d, "project_id": "P%d%d"}`, d, p, d, p, d, p))
-						entries = append(entries, fmt.Sprintf(`{"consumer": "d%d-p%d", "group": "all", "amount": 5}`, d, p))
+						lend, limit := "", ""
+						if limits {
+							lend, limit = `, "lend": true, "lend_grace_seconds": 3600`, `, "lending_limit": 2`
+						}
+						cons = append(cons, fmt.Sprintf(`{"id": "d%d-p%d", "parent_id": "d%d", "rank": %d, "project_id": "P%d%d"%s}`, d, p, d, p, d, p, limit))
+						entries = append(entries, fmt.Sprintf(`{"consumer": "d%d-p%d", "group": "all", "amount": 5%s}`, d, p, lend))
 					}
 				}
 				plan := fmt.Sprintf(`{"generation": 0, "consumers": [%s], "groups": [{"name": "all", "properties": {"rack": "r1"}}], "entries": [%s]}`,

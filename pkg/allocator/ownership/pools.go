@@ -318,6 +318,7 @@ type Order struct {
 	Pools  []Pool
 	poolOf map[string]int
 	known  map[string]bool
+	ix     *index
 }
 
 // HostOrder returns c's Order, computed once per consumer (a View never
@@ -337,7 +338,7 @@ func (v *View) HostOrder(c string) *Order {
 }
 
 func (v *View) hostOrder(c string) *Order {
-	o := &Order{Pools: v.Order(c), poolOf: map[string]int{}, known: make(map[string]bool, len(v.hosts))}
+	o := &Order{Pools: v.Order(c), poolOf: map[string]int{}, known: make(map[string]bool, len(v.hosts)), ix: v.ix}
 	for i, p := range o.Pools {
 		for _, h := range p.Hosts {
 			o.poolOf[h] = i
@@ -371,4 +372,160 @@ func (o *Order) PoolOf(h string) (kind, owner string) {
 		return KindPublic, ""
 	}
 	return "", ""
+}
+
+// Source is where a host of a lease came from, as lease bodies show it:
+// Pool is KindOwned, KindPrivate or KindPublic; Consumer the consumer
+// whose ownership or private pool it is ("" for the public pool); LentBy
+// the consumer that lent the host when it was borrowed (its pool is then
+// the private pool it was lent into, or the public pool). Grace is the
+// lender's grace period and Limit its lending limit (borrowed hosts only;
+// negative: none).
+type Source struct {
+	Pool     string
+	Consumer string
+	LentBy   string
+	Grace    time.Duration
+	Limit    int
+}
+
+// SourceOf returns where host h comes from for this order's consumer. A
+// host the view does not know is public; a host in none of the pools has
+// Pool "".
+func (o *Order) SourceOf(h string) Source {
+	i, ok := o.poolOf[h]
+	if !ok {
+		if !o.known[h] {
+			return Source{Pool: KindPublic, Limit: -1}
+		}
+		return Source{Limit: -1}
+	}
+	p := &o.Pools[i]
+	switch p.Kind {
+	case KindLent:
+		s := Source{Pool: KindPublic, LentBy: p.Owner, Grace: p.Grace, Limit: p.Limit}
+		if p.Level != "" {
+			s.Pool, s.Consumer = KindPrivate, p.Level
+		}
+		return s
+	case KindPublic:
+		return Source{Pool: KindPublic, Limit: -1}
+	}
+	return Source{Pool: p.Kind, Consumer: p.Owner, Limit: -1}
+}
+
+// Loan is a booking of a borrowed host: LentBy lent it into the private
+// pool of Level ("" for the public pool), and a lease holds it over
+// [Start, End).
+type Loan struct {
+	Host       string
+	LentBy     string
+	Level      string
+	Start, End time.Time
+}
+
+// limiters returns the consumers whose lending limits a host lent by
+// lentBy into level counts against: lentBy and its ancestors below level
+// (what leaves each one's subtree), those with a limit.
+func (ix *index) limiters(lentBy, level string) []string {
+	if ix == nil || lentBy == "" {
+		return nil
+	}
+	var out []string
+	for x := lentBy; x != "" && x != level; {
+		c := ix.cons[x]
+		if c == nil {
+			break
+		}
+		if c.LendingLimit >= 0 {
+			out = append(out, x)
+		}
+		x = c.Parent
+	}
+	return out
+}
+
+// Charges returns the consumers whose lending limits using host h (from
+// o's pools) counts against: none for a host that is not borrowed.
+func (o *Order) Charges(h string) []string {
+	s := o.SourceOf(h)
+	if s.LentBy == "" {
+		return nil
+	}
+	return o.ix.limiters(s.LentBy, s.Consumer)
+}
+
+// Limit returns consumer c's lending limit (negative: none).
+func (o *Order) Limit(c string) int {
+	if o.ix == nil || o.ix.cons[c] == nil {
+		return -1
+	}
+	return o.ix.cons[c].LendingLimit
+}
+
+// Budgets returns, for each consumer with a lending limit that o's pools
+// borrow from, how many more hosts it may lend at once over [start, end)
+// given the existing loans: its limit less the most hosts it lends at any
+// one time in the window (never below zero). A consumer lends a host when
+// the host leaves its subtree: lent by it or a descendant into a pool
+// above it.
+func (o *Order) Budgets(loans []Loan, start, end time.Time) map[string]int {
+	out := map[string]int{}
+	for _, p := range o.Pools {
+		if p.Kind != KindLent {
+			continue
+		}
+		for _, x := range o.ix.limiters(p.Owner, p.Level) {
+			out[x] = o.ix.cons[x].LendingLimit
+		}
+	}
+	if len(out) == 0 {
+		return out
+	}
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	edges := map[string][]edge{}
+	for _, l := range loans {
+		if !l.Start.Before(end) || !l.End.After(start) {
+			continue
+		}
+		for _, x := range o.ix.limiters(l.LentBy, l.Level) {
+			if _, ok := out[x]; ok {
+				edges[x] = append(edges[x], edge{maxTime(l.Start, start), 1}, edge{minTime(l.End, end), -1})
+			}
+		}
+	}
+	for x, es := range edges {
+		// Ends before starts at one instant: [a, b) and [b, c) never
+		// overlap.
+		sort.Slice(es, func(a, b int) bool {
+			if !es[a].at.Equal(es[b].at) {
+				return es[a].at.Before(es[b].at)
+			}
+			return es[a].delta < es[b].delta
+		})
+		cur, peak := 0, 0
+		for _, e := range es {
+			cur += e.delta
+			peak = max(peak, cur)
+		}
+		out[x] = max(0, out[x]-peak)
+	}
+	return out
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

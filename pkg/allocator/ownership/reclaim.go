@@ -1,0 +1,144 @@
+package ownership
+
+import (
+	"sort"
+	"time"
+)
+
+// Booking is a lease's booking of an owned host over [Start, End), as a
+// reclaim sees it.
+type Booking struct {
+	Host        string
+	Lease       string
+	Reservation string
+	// Project is the lease's project.
+	Project    string
+	Start, End time.Time
+	// Borrowed is set when the lease borrowed the host (it was lent).
+	Borrowed bool
+	// Fixed is set when the lease cannot be shortened by a reclaim (its
+	// status, or resources a reclaim does not shorten).
+	Fixed bool
+}
+
+// Candidate is an owned host a reclaim frees over the owner's window:
+// its borrowed bookings that started before At are cut to At, and those
+// starting later (not begun: no grace period to give) must move to other
+// free hosts.
+type Candidate struct {
+	Host  string
+	At    time.Time
+	Grace time.Duration
+	Cuts  []Booking
+	Moves []Booking
+}
+
+// Reclaimable returns the owned hosts an owner's request over [start,
+// end), asked at now, may reclaim from their borrowers, best first
+// (fewest bookings cut, then the least booked time taken back, then by
+// host): a host in grace (the owned hosts its owner lends, with the
+// lending grace period) whose bookings overlapping the window (cleaning
+// included) are all borrowed and not fixed. Those that start before the
+// reclaim time At = start - cleaning are cut to end at At, when At leaves
+// each borrower at least the grace period from now (and At is after
+// now); those that start at
+// At or later are to move (Moves), which the caller may or may not find
+// room for. Nothing is taken from a borrower before the grace period is
+// over.
+//
+// later is the earliest start from which the hosts refused only for the
+// grace period could be reclaimed (zero when there are none).
+func Reclaimable(now, start, end time.Time, cleaning time.Duration, grace map[string]time.Duration, bookings []Booking) (cands []Candidate, later time.Time) {
+	at := start.Add(-cleaning)
+	lo, hi := at, end.Add(cleaning)
+	byHost := map[string][]Booking{}
+	for _, b := range bookings {
+		if _, ok := grace[b.Host]; !ok || !b.Start.Before(hi) || !b.End.After(lo) {
+			continue
+		}
+		byHost[b.Host] = append(byHost[b.Host], b)
+	}
+	lost := map[string]time.Duration{}
+	for h, bs := range byHost {
+		ok := true
+		var cuts, moves []Booking
+		for _, b := range bs {
+			if !b.Borrowed || b.Fixed {
+				ok = false
+				break
+			}
+			if b.Start.Before(at) {
+				cuts = append(cuts, b)
+			} else {
+				moves = append(moves, b)
+			}
+		}
+		if !ok {
+			continue
+		}
+		g := grace[h]
+		// A cut ends the borrower's lease by its end event, which must
+		// come after now: the owner's lease starts after it (the event
+		// manager's order hands the host over).
+		if len(cuts) > 0 && (at.Before(now.Add(g)) || !at.After(now)) {
+			if t := now.Add(max(g, time.Minute) + cleaning); later.IsZero() || t.Before(later) {
+				later = t
+			}
+			continue
+		}
+		c := Candidate{Host: h, At: at, Grace: g, Cuts: cuts, Moves: moves}
+		for _, b := range cuts {
+			lost[h] += b.End.Sub(at)
+		}
+		sort.Slice(c.Cuts, func(a, b int) bool { return c.Cuts[a].Start.Before(c.Cuts[b].Start) })
+		sort.Slice(c.Moves, func(a, b int) bool { return c.Moves[a].Start.Before(c.Moves[b].Start) })
+		cands = append(cands, c)
+	}
+	// The fewest cuts first (a host whose loans can all move elsewhere
+	// takes nothing from anyone), then the least time taken back.
+	sort.Slice(cands, func(a, b int) bool {
+		x, y := cands[a], cands[b]
+		if len(x.Cuts) != len(y.Cuts) {
+			return len(x.Cuts) < len(y.Cuts)
+		}
+		if lost[x.Host] != lost[y.Host] {
+			return lost[x.Host] < lost[y.Host]
+		}
+		return x.Host < y.Host
+	})
+	return cands, later
+}
+
+// Lendable returns the hosts of o's consumer's own pools that it lends,
+// with the lending grace period of each host's group: what a reclaim may
+// take back for it. With eager, only the groups whose plan entry asks to
+// reclaim even while less preferred capacity is idle (Entry.Reclaim).
+func (o *Order) Lendable(eager bool) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, p := range o.Pools {
+		if p.Kind != KindOwned || o.ix == nil {
+			continue
+		}
+		e := o.ix.entries[p.Owner][p.Group]
+		if e == nil || !e.Lend || (eager && !e.Reclaim) {
+			continue
+		}
+		for _, h := range p.Hosts {
+			out[h] = e.LendGrace
+		}
+	}
+	return out
+}
+
+// OwnedStages is how many of o's pools, from the first, are the
+// consumer's own.
+func (o *Order) OwnedStages() int {
+	n := 0
+	for _, p := range o.Pools {
+		if p.Kind != KindOwned {
+			break
+		}
+		n++
+	}
+	return n
+}
