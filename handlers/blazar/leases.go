@@ -43,6 +43,8 @@ func leaseRule(r *http.Request, rule string) (leases.Caller, error) {
 	return leases.Caller{
 		UserID: id.UserID, ProjectID: id.ProjectID, Admin: authorize(ctx, "admin", "") == nil,
 		Allowed: func(project string) error { return authorize(ctx, rule, project) },
+		// A new lease's Keystone trust is made with them.
+		Token: r.Header.Get("X-Auth-Token"), Roles: id.Roles,
 	}, nil
 }
 

@@ -53,6 +53,11 @@ type Keystone struct {
 
 	mu  sync.Mutex
 	svc *gophercloud.ServiceClient // the identity endpoint, logged in; nil until the first use
+	// svcUserID is the service user's id (the trustee of lease trusts),
+	// read from its login.
+	svcUserID string
+	// trusts are the trust-scoped logins (trusts.go).
+	trusts trustClients
 }
 
 // NewKeystone checks cfg (every missing option named in one error) and
@@ -350,6 +355,10 @@ func (k *Keystone) client(ctx context.Context) (*gophercloud.ServiceClient, erro
 	if err := openstack.Authenticate(ctx, pc, opts); err != nil {
 		return nil, err
 	}
+	uid, err := serviceUserID(pc)
+	if err != nil {
+		return nil, fmt.Errorf("the service user's login: %w", err)
+	}
 	avail := gophercloud.AvailabilityInternal
 	switch strings.ToLower(strings.TrimSuffix(c.Interface, "URL")) {
 	case "public":
@@ -361,7 +370,7 @@ func (k *Keystone) client(ctx context.Context) (*gophercloud.ServiceClient, erro
 	if err != nil {
 		return nil, fmt.Errorf("identity endpoint (interface %s, region %q) in the service user's catalog: %w", avail, c.RegionName, err)
 	}
-	k.svc = sc
+	k.svc, k.svcUserID = sc, uid
 	return sc, nil
 }
 

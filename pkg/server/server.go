@@ -250,6 +250,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		MinutesBeforeEndLease: bc.Manager.MinutesBeforeEndLease,
 		Filters:               leases.NewFilters(bc.Enforcement, &http.Client{Timeout: 30 * time.Second}),
 		Notifier:              s.Notifier,
+		Trusts:                leaseTrusts(ks),
 	}, nil, func() { s.Events.Notify(); s.Outbox.Notify() })
 	s.Events = events.New(d, s.Leases, evCfg, nil)
 	s.Scheduler = scheduler.New(d, s.Hosts, nil)
@@ -268,6 +269,15 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	}
 	maps.Copy(handlers, hosts.OutboxHandlers(drv))
 	maps.Copy(handlers, s.Notifier.Handlers())
+	if ks != nil {
+		// Lease trusts: revoked at the lease's end; the server groups of
+		// instance reservations are made with them (in the lease's
+		// project).
+		maps.Copy(handlers, leases.TrustHandlers(ks))
+		if nd, ok := drv.(*nova.Driver); ok {
+			nd.SetTrustLogin(ks.TrustProvider)
+		}
+	}
 	s.Mover = &hostplugin.Mover{Placement: psvc, Wanted: s.Leases.InProgress}
 	if canMigrate {
 		s.Mover.Migrator = migrator
@@ -277,7 +287,10 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		// A notification waits out a message-bus outage of any length,
 		// and the external Placement clean-up of an ended lease its
 		// servers' deletion and a Placement outage.
-		KeepRetrying: func(kind string) bool { return kind == notify.KindLease || instance.ExternalKeepRetrying(kind) },
+		// A trust's revocation waits out a Keystone outage too.
+		KeepRetrying: func(kind string) bool {
+			return kind == notify.KindLease || kind == leases.KindDeleteTrust || instance.ExternalKeepRetrying(kind)
+		},
 		// A dead process's outbox claims are taken back after the same
 		// [events] claim_timeout as its event claims.
 		ClaimTimeout: evCfg.ClaimTimeout}
@@ -387,6 +400,16 @@ func buildExternalPlacement(ctx context.Context, cfg *config.Config) (instance.E
 	}
 	slog.InfoContext(ctx, "instance reservations on an external Placement", "endpoint", client.Endpoint(), "microversion", external.Microversion)
 	return client, nil
+}
+
+// leaseTrusts is the leases' trust maker: Keystone's in keystone mode,
+// none in noauth (a nil *identity.Keystone must not become a non-nil
+// interface).
+func leaseTrusts(ks *identity.Keystone) leases.Trusts {
+	if ks == nil {
+		return nil
+	}
+	return ks
 }
 
 // ensureFreePool creates the freepool aggregate when it is missing,

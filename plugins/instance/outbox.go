@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/pkg/compute"
+	"github.com/leasehold/leasehold/pkg/identity"
 	"github.com/leasehold/leasehold/pkg/outbox"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/plugins"
@@ -35,6 +36,14 @@ type FlavorDriver interface {
 type ServerGroupDriver interface {
 	CreateServerGroup(ctx context.Context, name, policy string) (string, error)
 	DeleteServerGroups(ctx context.Context, name string) error
+}
+
+// TrustServerGroupDriver makes a server group logged in with a lease's
+// Keystone trust, so that it belongs to the lease's project (upstream
+// makes it with the lease owner's identity): the project's members can
+// then boot into it (the group=<id> scheduler hint).
+type TrustServerGroupDriver interface {
+	CreateServerGroupWithTrust(ctx context.Context, trustID, name, policy string) (string, error)
 }
 
 // The outbox actions of an instance reservation, keyed "flavor:<id>" so
@@ -160,7 +169,26 @@ func OutboxHandlers(drv FlavorDriver, g *gorm.DB) map[string]outbox.Handler {
 			if groups == nil {
 				return noGroups
 			}
-			id, err := groups.CreateServerGroup(ctx, serverGroupName(a.ReservationID), a.Policy)
+			trust, found, err := leaseTrust(ctx, g, a.ReservationID)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return nil // the lease was deleted meanwhile: no group to make
+			}
+			var id string
+			if tg, ok := drv.(TrustServerGroupDriver); ok && trust != "" {
+				id, err = tg.CreateServerGroupWithTrust(ctx, trust, serverGroupName(a.ReservationID), a.Policy)
+			} else {
+				// No trust (noauth, or a lease made before trusts): the
+				// service's own project.
+				id, err = groups.CreateServerGroup(ctx, serverGroupName(a.ReservationID), a.Policy)
+			}
+			if errors.Is(err, identity.ErrTrustGone) {
+				// The lease ended and its trust was revoked before Nova
+				// could be reached: the group is no longer wanted.
+				return outbox.Permanent(err)
+			}
 			if err != nil {
 				return err
 			}
@@ -224,6 +252,20 @@ func releasePlacementTx(tx *gorm.DB, resID string) error {
 }
 
 var errNoSpec = errors.New("flavor action without a spec")
+
+// leaseTrust is the Keystone trust id of reservation resID's lease (""
+// when it has none); found is false when the reservation is gone.
+func leaseTrust(ctx context.Context, g *gorm.DB, resID string) (trust string, found bool, err error) {
+	var ids []*string
+	err = g.WithContext(ctx).Raw(`SELECT l.trust_id FROM leases l JOIN reservations r ON r.lease_id = l.id WHERE r.id = ?`, resID).Scan(&ids).Error
+	if err != nil || len(ids) == 0 {
+		return "", false, err
+	}
+	if ids[0] != nil {
+		trust = *ids[0]
+	}
+	return trust, true, nil
+}
 
 // handle decodes a flavor action's payload for fn; a payload that does
 // not decode can never succeed.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/leasehold/leasehold/tests/internal/novatest"
 )
@@ -62,6 +65,7 @@ type Lease struct {
 	ProjectID    string        `json:"project_id"`
 	StartDate    string        `json:"start_date"`
 	Degraded     bool          `json:"degraded"`
+	TrustID      *string       `json:"trust_id"`
 	Reservations []Reservation `json:"reservations"`
 }
 
@@ -326,10 +330,11 @@ func TestInstanceReservationOnNova(t *testing.T) {
 // TestFlavorInstanceWithAffinity: a flavor:instance lease made from
 // Nova's m1.tiny with affinity true gets a private copy of the flavor and
 // the server group reservation:<id> of policy affinity, shown as its
-// server_group_id; the member's servers booted with the flavor run on the
-// one reserved host (the slots keep them together; the group belongs to
-// the service user's project, so the member cannot name it as a hint);
-// deleting the lease deletes the servers, the flavor and the group.
+// server_group_id, made with the lease's Keystone trust so that it
+// belongs to the member's project; the member's servers booted with the
+// flavor and the hint group=<server_group_id> run on the one reserved
+// host and are the group's members; deleting the lease deletes the
+// servers, the flavor and the group.
 func TestFlavorInstanceWithAffinity(t *testing.T) {
 	e := RequireEnv(t)
 	n := e.Nova
@@ -365,6 +370,7 @@ func TestFlavorInstanceWithAffinity(t *testing.T) {
 	if sg.ServerGroup.Name != "reservation:"+res.ID || sg.ServerGroup.Policy != "affinity" {
 		t.Errorf("server group %+v, want reservation:%s with policy affinity", sg.ServerGroup, res.ID)
 	}
+	e.checkMemberGroup(t, demo, group, lease)
 	class := reservationClass(res.ID)
 	reserved := ""
 	for h, child := range children {
@@ -383,7 +389,7 @@ func TestFlavorInstanceWithAffinity(t *testing.T) {
 	})
 	var servers []string
 	for range amount {
-		s, err := n.BootAndWait(ctx, demo, "grouped", res.FlavorID, nil, bootTimeout)
+		s, err := n.BootAndWait(ctx, demo, "grouped", res.FlavorID, map[string]any{"group": group}, bootTimeout)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -392,8 +398,8 @@ func TestFlavorInstanceWithAffinity(t *testing.T) {
 			t.Fatalf("server %+v on %q (%v), want ACTIVE on %s\n%s", s, h, err, reserved, n.LogTail(3000))
 		}
 	}
-	if err := n.Call(ctx, "GET", "/os-server-groups/"+group, admin, nil, &struct{}{}); err != nil {
-		t.Fatal(err)
+	if members := e.groupMembers(t, admin, group); !cmp.Equal(members, sorted(servers)) {
+		t.Errorf("members of group %s: %v, want the member's servers %v", group, members, sorted(servers))
 	}
 
 	e.blazar(t, "DELETE", "/leases/"+lease.ID, demo, http.StatusNoContent, nil, nil)
@@ -411,4 +417,117 @@ func TestFlavorInstanceWithAffinity(t *testing.T) {
 			map[string]string{"OpenStack-API-Version": placementVersion}, nil, nil)
 		return code == http.StatusNotFound
 	})
+}
+
+// TestAntiAffinityGroupInMemberProject: a virtual:instance lease of 2
+// slots with affinity false gets the server group reservation:<id> of
+// policy anti-affinity in the member's project (made with the lease's
+// trust); the member boots 2 servers with the flavor and the hint
+// group=<server_group_id>, and they run on different hosts as the
+// group's members; deleting the lease deletes the servers, the group and
+// the lease's trust.
+func TestAntiAffinityGroupInMemberProject(t *testing.T) {
+	e := RequireEnv(t)
+	n := e.Nova
+	ctx := context.Background()
+	admin := e.KS.MustIssue(t, "admin", e.KS.AdminPassword, "admin")
+	demo := e.KS.MustIssue(t, "demo", e.KS.DemoPassword, "demo")
+	e.registered(t, admin)
+
+	const amount = 2
+	var created struct{ Lease Lease }
+	e.blazar(t, "POST", "/leases", demo, http.StatusCreated, map[string]any{
+		"name": "spread", "start_date": "now", "end_date": "2099-01-01 00:00",
+		"reservations": []any{map[string]any{"resource_type": "virtual:instance", "amount": amount, "vcpus": 1, "memory_mb": 512,
+			"disk_gb": 1, "affinity": false, "resource_properties": ""}},
+		"events": []any{},
+	}, &created)
+	lease := e.waitLease(t, demo, created.Lease.ID, 60*time.Second, "active with its server group", func(l Lease) bool {
+		return l.Status == "ACTIVE" && len(l.Reservations) == 1 && l.Reservations[0].Status == "active" && l.Reservations[0].ServerGroupID != nil
+	})
+	if lease.TrustID == nil {
+		t.Fatalf("lease %+v has no trust_id", lease)
+	}
+	res := lease.Reservations[0]
+	group := *res.ServerGroupID
+	var sg struct {
+		ServerGroup struct {
+			Policy string `json:"policy"`
+		} `json:"server_group"`
+	}
+	if err := n.Call(ctx, "GET", "/os-server-groups/"+group, admin, nil, &sg); err != nil || sg.ServerGroup.Policy != "anti-affinity" {
+		t.Errorf("server group %s: %+v, %v; want policy anti-affinity", group, sg.ServerGroup, err)
+	}
+	e.checkMemberGroup(t, demo, group, lease)
+	waitFor(t, 60*time.Second, "the member's access to flavor "+res.FlavorID, func() bool {
+		return n.Call(ctx, "GET", "/flavors/"+res.FlavorID, demo, nil, nil) == nil
+	})
+	var servers []string
+	hosts := map[string]bool{}
+	for range amount {
+		s, err := n.BootAndWait(ctx, demo, "spread", res.FlavorID, map[string]any{"group": group}, bootTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers = append(servers, s.ID)
+		h, err := n.ServerHost(ctx, admin, s.ID)
+		if s.Status != "ACTIVE" || err != nil || h == "" {
+			t.Fatalf("server %+v on %q (%v), want ACTIVE\n%s", s, h, err, n.LogTail(3000))
+		}
+		hosts[h] = true
+	}
+	if len(hosts) != amount {
+		t.Errorf("the %d servers of an anti-affinity group run on hosts %v, want %d different ones", amount, hosts, amount)
+	}
+	if members := e.groupMembers(t, admin, group); !cmp.Equal(members, sorted(servers)) {
+		t.Errorf("members of group %s: %v, want the member's servers %v", group, members, sorted(servers))
+	}
+
+	e.blazar(t, "DELETE", "/leases/"+lease.ID, demo, http.StatusNoContent, nil, nil)
+	for _, id := range servers {
+		if err := n.WaitGone(ctx, admin, id, 150*time.Second); err != nil {
+			t.Fatalf("a server of the flavor after the lease's deletion: %v", err)
+		}
+	}
+	waitFor(t, 60*time.Second, "server group and trust deleted", func() bool {
+		return novatest.StatusOf(n.Call(ctx, "GET", "/os-server-groups/"+group, admin, nil, nil)) == http.StatusNotFound &&
+			e.KS.Call("GET", "/OS-TRUST/trusts/"+*lease.TrustID, admin, nil, nil) != nil
+	})
+}
+
+// checkMemberGroup checks that server group id belongs to the lease's
+// project and that the lease's member reads it.
+func (e *Env) checkMemberGroup(t *testing.T, member, id string, l Lease) {
+	t.Helper()
+	var sg struct {
+		ServerGroup struct {
+			ProjectID string `json:"project_id"`
+		} `json:"server_group"`
+	}
+	if err := e.Nova.Call(context.Background(), "GET", "/os-server-groups/"+id, member, nil, &sg); err != nil {
+		t.Fatalf("the lease's member reading server group %s: %v", id, err)
+	}
+	if sg.ServerGroup.ProjectID != l.ProjectID || l.ProjectID != e.KS.DemoProjectID {
+		t.Errorf("server group %s is in project %s, want the lease's project %s (demo's %s)", id, sg.ServerGroup.ProjectID, l.ProjectID, e.KS.DemoProjectID)
+	}
+}
+
+// groupMembers are the sorted server ids of server group id.
+func (e *Env) groupMembers(t *testing.T, admin, id string) []string {
+	t.Helper()
+	var sg struct {
+		ServerGroup struct {
+			Members []string `json:"members"`
+		} `json:"server_group"`
+	}
+	if err := e.Nova.Call(context.Background(), "GET", "/os-server-groups/"+id, admin, nil, &sg); err != nil {
+		t.Fatal(err)
+	}
+	return sorted(sg.ServerGroup.Members)
+}
+
+func sorted(ids []string) []string {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return out
 }

@@ -73,6 +73,8 @@ type createPlan struct {
 	now      time.Time
 	clearing bool
 	deadline time.Time
+	// trustID is the lease's Keystone trust ("" without one).
+	trustID string
 }
 
 // Create creates a lease with its reservations and events: validate,
@@ -81,6 +83,11 @@ type createPlan struct {
 func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*View, error) {
 	plan, err := s.planCreate(ctx, c, req)
 	if err != nil {
+		return nil, err
+	}
+	// The trust is made before the transaction (Keystone is never called
+	// inside one) and removed again if the lease is not written.
+	if plan.trustID, err = s.createTrust(ctx, c); err != nil {
 		return nil, err
 	}
 	var l models.Lease
@@ -106,6 +113,7 @@ func (s *Service) Create(ctx context.Context, c Caller, req CreateRequest) (*Vie
 		err = s.write(ctx, plan.prepareClearing, persist)
 	}
 	if err != nil {
+		s.dropTrust(ctx, c, plan.trustID)
 		return nil, err
 	}
 	s.eventsChanged()
@@ -270,7 +278,7 @@ func (p *createPlan) persist(ctx context.Context, tx *plugins.Tx) (models.Lease,
 	stamp := Stamp(tx.Now)
 	l := models.Lease{ID: uuid.NewString(), Name: p.name, UserID: p.caller.UserID, ProjectID: p.caller.ProjectID,
 		StartDate: p.lease.Start, EndDate: p.lease.End, Status: StatusPending, CreatedAt: stamp, UpdatedAt: &stamp,
-		LeaseType: p.kind.typ, Tags: encodeTags(p.lease.Tags)}
+		LeaseType: p.kind.typ, Tags: encodeTags(p.lease.Tags), TrustID: p.trustID}
 	startNow := p.kind.typ != KindSchedule && !p.clearing
 	switch {
 	case p.clearing:

@@ -78,6 +78,9 @@ func (s *Service) delete(ctx context.Context, tx *plugins.Tx, c Caller, id strin
 	if err := tx.WithContext(ctx).Where("id = ?", id).Delete(&models.Lease{}).Error; err != nil {
 		return nil, err
 	}
+	if err := enqueueTrustDeletion(tx, l.TrustID); err != nil {
+		return nil, err
+	}
 	if gone != nil {
 		return onEnd, s.enqueueNotifications(ctx, tx, gone, NotifyDelete)
 	}

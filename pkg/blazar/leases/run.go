@@ -113,6 +113,10 @@ func (s *Service) runEvent(ctx context.Context, tx *plugins.Tx, ev models.Event,
 			}
 			return setRes(r, ResDeleted)
 		})
+		if err == nil {
+			// The lease is over: nothing acts for its project any more.
+			err = enqueueTrustDeletion(tx, l.TrustID)
+		}
 	case EventBeforeEnd:
 		err = s.eachLive(ress, is(ResActive), func(p plugins.Plugin, r *models.Reservation) error {
 			if err := p.BeforeEnd(ctx, tx, pl, r); err != nil {

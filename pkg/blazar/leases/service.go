@@ -49,6 +49,9 @@ type Config struct {
 	// event record its usage notification in the outbox, in the same
 	// transaction (nil: none).
 	Notifier *notify.Notifier
+	// Trusts, when set (Keystone mode), makes each new lease's Keystone
+	// trust and removes it when the lease ends or is deleted (trusts.go).
+	Trusts Trusts
 }
 
 // Caller is who makes a request.
@@ -61,6 +64,10 @@ type Caller struct {
 	// project (the handler's rule); nil allows admins and the lease's own
 	// project.
 	Allowed func(project string) error
+	// Token and Roles are the caller's Keystone token and roles, with
+	// which a new lease's trust is made ("" in noauth: no trust).
+	Token string
+	Roles []string
 }
 
 // Service is the lease engine.

@@ -97,6 +97,9 @@ type Driver struct {
 	client *gophercloud.ServiceClient
 	cfg    Config
 	log    *slog.Logger
+	// trustLogin, when set, logs in with a lease's Keystone trust
+	// (servergroups.go).
+	trustLogin TrustLogin
 }
 
 var _ compute.Driver = (*Driver)(nil)

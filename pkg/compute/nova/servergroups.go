@@ -3,6 +3,7 @@ package nova
 import (
 	"context"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servergroups"
 
 	"github.com/leasehold/leasehold/pkg/errs"
@@ -20,7 +21,44 @@ func (d *Driver) CreateServerGroup(ctx context.Context, name, policy string) (st
 	if len(found) > 0 {
 		return found[0], nil
 	}
-	sg, err := servergroups.Create(ctx, d.client, servergroups.CreateOpts{Name: name, Policy: policy}).Extract()
+	return d.createServerGroup(ctx, d.client, name, policy)
+}
+
+// TrustLogin returns a provider client logged in with Keystone trust
+// trustID (identity.Keystone.TrustProvider).
+type TrustLogin func(ctx context.Context, trustID string) (*gophercloud.ProviderClient, error)
+
+// SetTrustLogin makes CreateServerGroupWithTrust log in with the lease's
+// trust (Keystone mode); without it the service's login is used.
+func (d *Driver) SetTrustLogin(login TrustLogin) { d.trustLogin = login }
+
+// CreateServerGroupWithTrust is CreateServerGroup made with a login
+// scoped to trust trustID, so that the group belongs to the trust's
+// project (the lease's) and its members may boot into it. The look-up of
+// an existing group of that name uses the service's login (all
+// projects), as CreateServerGroup's.
+func (d *Driver) CreateServerGroupWithTrust(ctx context.Context, trustID, name, policy string) (string, error) {
+	if d.trustLogin == nil || trustID == "" {
+		return d.CreateServerGroup(ctx, name, policy)
+	}
+	found, err := d.serverGroupsNamed(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	if len(found) > 0 {
+		return found[0], nil
+	}
+	pc, err := d.trustLogin(ctx, trustID)
+	if err != nil {
+		return "", err
+	}
+	c := &gophercloud.ServiceClient{ProviderClient: pc, Endpoint: d.client.Endpoint, ResourceBase: d.client.ResourceBase,
+		Type: d.client.Type, Microversion: d.client.Microversion}
+	return d.createServerGroup(ctx, c, name, policy)
+}
+
+func (d *Driver) createServerGroup(ctx context.Context, c *gophercloud.ServiceClient, name, policy string) (string, error) {
+	sg, err := servergroups.Create(ctx, c, servergroups.CreateOpts{Name: name, Policy: policy}).Extract()
 	if err != nil {
 		return "", d.fail(ctx, "create server group "+name, err)
 	}

@@ -194,6 +194,8 @@ type Options struct {
 	// Rules are the host plugin's tag rules (failure domains, exclusion
 	// tags); nil: none.
 	Rules *allocator.TagRules
+	// Trusts, when set, makes the leases' Keystone trusts.
+	Trusts leases.Trusts
 }
 
 // New returns a lease service with the host plugin (and the floating-IP
@@ -208,7 +210,7 @@ func New(d *db.DB, src hostplugin.Source, clock *Clock, o Options) (*leases.Serv
 	if err != nil {
 		panic(err) // one plugin per type above
 	}
-	svc := leases.New(d, reg, leases.Config{MinutesBeforeEndLease: o.MinutesBeforeEndLease, Filters: o.Filters, Notifier: o.Notifier}, clock.Now, o.EventsChanged)
+	svc := leases.New(d, reg, leases.Config{MinutesBeforeEndLease: o.MinutesBeforeEndLease, Filters: o.Filters, Notifier: o.Notifier, Trusts: o.Trusts}, clock.Now, o.EventsChanged)
 	if o.Actions != nil {
 		o.Actions.w = outbox.NewWorker(d, o.Actions.handlers(), outbox.Config{OnFailure: svc.OutboxFailure, OnSuccess: svc.OutboxSuccess}, clock.Now)
 	}
