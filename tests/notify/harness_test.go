@@ -217,6 +217,21 @@ func (r *Rabbit) tail() string {
 	return string(b)
 }
 
+// LogTail is the end (at most n bytes) of the node's own log files, for
+// a failing test's output.
+func (r *Rabbit) LogTail(n int) string {
+	files, _ := filepath.Glob(filepath.Join(r.Dir, "log", "*.log"))
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "== %s\n%s\n", filepath.Base(f), tailOf(string(data), n))
+	}
+	return b.String()
+}
+
 // Stop stops the node: SIGTERM to its process group, SIGKILL after 60 s.
 func (r *Rabbit) Stop() error {
 	r.mu.Lock()
@@ -347,8 +362,8 @@ func StartListener(t *testing.T, r *Rabbit, topics ...string) *Listener {
 	case <-ready:
 	case <-l.done:
 		t.Fatalf("listener exited before it was ready:\n%s", tailOf(stderr.String(), 3000))
-	case <-time.After(60 * time.Second):
-		t.Fatalf("listener not ready after 60 s:\n%s", tailOf(stderr.String(), 3000))
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("listener not ready after 2 min:\n%s", tailOf(stderr.String(), 3000))
 	}
 	return l
 }
