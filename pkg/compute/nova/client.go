@@ -6,9 +6,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
@@ -91,7 +93,39 @@ func httpClient(c config.Nova) (*http.Client, error) {
 		}
 		tr.TLSClientConfig = tc
 	}
-	return &http.Client{Transport: tr, Timeout: c.HTTPTimeout()}, nil
+	return &http.Client{Transport: requestLog{tr}, Timeout: c.HTTPTimeout()}, nil
+}
+
+// requestLog logs every Keystone and Nova call at debug level with the
+// request id the service answered with, so an operator can follow a
+// lease's Nova work into Nova's logs even when nothing failed (failures
+// are also logged, at warning level, by the caller that sees them).
+type requestLog struct{ next http.RoundTripper }
+
+func (l requestLog) RoundTrip(r *http.Request) (*http.Response, error) {
+	began := time.Now()
+	resp, err := l.next.RoundTrip(r)
+	if !slog.Default().Enabled(r.Context(), slog.LevelDebug) {
+		return resp, err
+	}
+	if err != nil {
+		slog.DebugContext(r.Context(), "nova: call", "method", r.Method, "url", r.URL.Redacted(), "error", err,
+			"duration_ms", time.Since(began).Milliseconds())
+		return resp, err
+	}
+	slog.DebugContext(r.Context(), "nova: call", "method", r.Method, "url", r.URL.Redacted(), "status", resp.StatusCode,
+		"request_id", headerRequestID(resp.Header), "duration_ms", time.Since(began).Milliseconds())
+	return resp, nil
+}
+
+// headerRequestID is the OpenStack request id in h ("" when none).
+func headerRequestID(h http.Header) string {
+	for _, k := range []string{"X-Openstack-Request-Id", "X-Compute-Request-Id"} {
+		if v := strings.TrimSpace(h.Get(k)); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // RequestID is the request id Nova gave the failed call err reports
@@ -101,10 +135,5 @@ func RequestID(err error) string {
 	if !errors.As(err, &e) || e.ResponseHeader == nil {
 		return ""
 	}
-	for _, h := range []string{"X-Openstack-Request-Id", "X-Compute-Request-Id"} {
-		if v := strings.TrimSpace(e.ResponseHeader.Get(h)); v != "" {
-			return v
-		}
-	}
-	return ""
+	return headerRequestID(e.ResponseHeader)
 }

@@ -1,9 +1,11 @@
 package nova
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -114,5 +116,45 @@ func TestNewClientCatalogMicroversionReauth(t *testing.T) {
 		ProjectName: "service", UserDomainName: "Default", ProjectDomainName: "Default", EndpointType: "internal", Timeout: 10})
 	if err == nil || !strings.Contains(err.Error(), "logging in to Keystone") {
 		t.Errorf("wrong password: %v", err)
+	}
+}
+
+// TestRequestLog: every call's debug line names Nova's request id, also
+// when the call succeeded; without debug logging nothing is written.
+func TestRequestLog(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Openstack-Request-Id", "req-5ee0")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	prev := slog.Default()
+	defer slog.SetDefault(prev)
+	for _, tc := range []struct {
+		level slog.Level
+		want  []string // substrings of the log; nil: no log at all
+	}{
+		{slog.LevelDebug, []string{`msg="nova: call"`, "method=DELETE", "status=204", "request_id=req-5ee0", "/os-aggregates/7"}},
+		{slog.LevelInfo, nil},
+	} {
+		var buf bytes.Buffer
+		slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: tc.level})))
+		hc := &http.Client{Transport: requestLog{http.DefaultTransport}}
+		req, err := http.NewRequest(http.MethodDelete, srv.URL+"/os-aggregates/7", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if tc.want == nil && buf.Len() != 0 {
+			t.Errorf("level %v: logged %q, want nothing", tc.level, buf.String())
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(buf.String(), w) {
+				t.Errorf("level %v: log %q lacks %q", tc.level, buf.String(), w)
+			}
+		}
 	}
 }
