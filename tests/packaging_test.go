@@ -49,7 +49,10 @@ func buildStatic(t *testing.T, version string) string {
 		t.Fatalf("go tool not on PATH: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "leasehold")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// A cold build: CGO_ENABLED=0 and -trimpath share no cache entries with
+	// the race-enabled test builds, and the pure-Go SQLite alone takes
+	// minutes on two cores busy with the other suites.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goTool, "build", "-trimpath", "-buildvcs=auto",
 		"-ldflags", "-s -w -X "+serverVersionVar+"="+version, "-o", bin, "./cmd/leasehold")
