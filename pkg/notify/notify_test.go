@@ -38,20 +38,13 @@ func TestParseTransportURL(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", tt.in, diff)
 		}
 	}
-	for _, bad := range []string{"", "ctl1:5672", "kafka://h1:9092", "rabbit://h1:notaport/", "rabbit://h1:0/", "rabbit://[::1/", "rabbit://h1/?ssl=maybe"} {
+	for _, bad := range []string{"", "ctl1:5672", "kafka://h1:9092", "rabbit://h1:notaport/", "rabbit://h1:0/", "rabbit://[::1/", "rabbit://h1/?ssl=maybe", "u:s3cr3t@ctl1://x"} {
 		_, err := ParseTransportURL(bad)
 		if err == nil {
 			t.Errorf("%q: no error", bad)
 		} else if strings.Contains(err.Error(), "s3cr") {
 			t.Errorf("%q: error shows a password: %v", bad, err)
 		}
-	}
-}
-
-func TestRedactHidesPasswords(t *testing.T) {
-	got := redact("rabbit://u:pw1@h1:5672,v:pw2@h2/vh")
-	if strings.Contains(got, "pw1") || strings.Contains(got, "pw2") || !strings.Contains(got, "u:***@h1:5672,v:***@h2/vh") {
-		t.Errorf("redact: %s", got)
 	}
 }
 

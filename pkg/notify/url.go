@@ -48,8 +48,8 @@ func ParseTransportURL(s string) (*TransportURL, error) {
 	// Split by hand: url.Parse refuses several hosts with credentials
 	// in one authority.
 	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok || scheme == "" {
-		return nil, fmt.Errorf("notify: transport_url %q: no scheme (want rabbit://user:pass@host:port/vhost)", redact(s))
+	if !ok || !isScheme(scheme) {
+		return nil, fmt.Errorf("notify: transport_url has no scheme (want rabbit://user:pass@host:port/vhost)")
 	}
 	if scheme != "rabbit" {
 		return nil, fmt.Errorf("notify: transport_url scheme %q is not served (only rabbit://)", scheme)
@@ -69,26 +69,28 @@ func ParseTransportURL(s string) (*TransportURL, error) {
 	if strings.HasPrefix(path, "/") && len(path) > 1 {
 		vh, err := url.PathUnescape(path[1:])
 		if err != nil {
-			return nil, fmt.Errorf("notify: transport_url virtual host: %w", err)
+			return nil, fmt.Errorf("notify: transport_url virtual host: a %% not followed by two hex digits")
 		}
 		t.VirtualHost = vh
 	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
-		return nil, fmt.Errorf("notify: transport_url query: %w", err)
+		return nil, fmt.Errorf("notify: transport_url query: not name=value pairs joined by &, %%-escaped")
 	}
 	switch strings.ToLower(q.Get("ssl")) {
 	case "", "0", "false", "no", "off":
 	case "1", "true", "yes", "on":
 		t.TLS = true
 	default:
-		return nil, fmt.Errorf("notify: transport_url ssl=%q: want true or false", q.Get("ssl"))
+		return nil, fmt.Errorf("notify: transport_url ssl: want true or false (1/0, yes/no, on/off)")
 	}
+	n := 0
 	for part := range strings.SplitSeq(netloc, ",") {
+		n++
 		if part == "" {
 			continue
 		}
-		h, err := parseHost(part)
+		h, err := parseHost(part, n)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +102,11 @@ func ParseTransportURL(s string) (*TransportURL, error) {
 	return t, nil
 }
 
-func parseHost(part string) (Host, error) {
+// parseHost reads the n-th (from 1) broker of a transport URL. Its
+// errors quote nothing of it: a password with an unescaped "/", ",", "?"
+// or "#" splits the URL elsewhere than meant, and any quoted piece could
+// be part of it.
+func parseHost(part string, n int) (Host, error) {
 	h := Host{Port: 5672}
 	hostport := part
 	if i := strings.LastIndexByte(part, '@'); i >= 0 {
@@ -109,10 +115,10 @@ func parseHost(part string) (Host, error) {
 		user, pass, _ := strings.Cut(cred, ":")
 		var err error
 		if h.Username, err = url.PathUnescape(user); err != nil {
-			return h, fmt.Errorf("notify: transport_url user name: %w", err)
+			return h, fmt.Errorf("notify: transport_url broker %d: a %% not followed by two hex digits in the user name", n)
 		}
 		if h.Password, err = url.PathUnescape(pass); err != nil {
-			return h, fmt.Errorf("notify: transport_url password: %w", err)
+			return h, fmt.Errorf("notify: transport_url broker %d: a %% not followed by two hex digits in the password", n)
 		}
 	}
 	port := ""
@@ -120,7 +126,7 @@ func parseHost(part string) (Host, error) {
 	case strings.HasPrefix(hostport, "["):
 		end := strings.IndexByte(hostport, ']')
 		if end < 0 {
-			return h, fmt.Errorf("notify: transport_url host %q: unclosed [", hostport)
+			return h, fmt.Errorf("notify: transport_url broker %d: a [ without ]", n)
 		}
 		h.Hostname = hostport[1:end]
 		if rest := hostport[end+1:]; strings.HasPrefix(rest, ":") {
@@ -135,29 +141,22 @@ func parseHost(part string) (Host, error) {
 	if port != "" {
 		p, err := strconv.Atoi(port)
 		if err != nil || p <= 0 || p > 65535 {
-			return h, fmt.Errorf("notify: transport_url port %q: want 1-65535", port)
+			return h, fmt.Errorf("notify: transport_url broker %d: the port is not a number from 1 to 65535", n)
 		}
 		h.Port = p
 	}
 	return h, nil
 }
 
-// redact hides the passwords of a transport URL in error messages.
-func redact(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return "…"
-	}
-	netloc, tail := rest, ""
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		netloc, tail = rest[:i], rest[i:]
-	}
-	parts := strings.Split(netloc, ",")
-	for i, p := range parts {
-		if at := strings.LastIndexByte(p, '@'); at >= 0 {
-			user, _, _ := strings.Cut(p[:at], ":")
-			parts[i] = user + ":***@" + p[at+1:]
+// isScheme reports whether s is a URL scheme (a letter, then letters,
+// digits, "+", "-" or "."): only then is it quoted in an error, since
+// text before a "://" that is not a scheme may hold a password.
+func isScheme(s string) bool {
+	for i, c := range []byte(s) {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && (c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.') {
+			continue
 		}
+		return false
 	}
-	return scheme + "://" + strings.Join(parts, ",") + tail
+	return s != ""
 }

@@ -268,9 +268,11 @@ func parseTimeFast(s string) (time.Time, bool) {
 	if len(s)-i != 6 || (s[i] != '+' && s[i] != '-') || s[i+3] != ':' {
 		return time.Time{}, false
 	}
+	// time.Parse takes offsets up to 24:60 (some write 24 hours or 60
+	// minutes), no further.
 	zh, zm := num(i+1, i+3), num(i+4, i+6)
 	if year < 0 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 ||
-		minute < 0 || minute > 59 || sec < 0 || sec > 59 || zh < 0 || zm < 0 {
+		minute < 0 || minute > 59 || sec < 0 || sec > 59 || zh < 0 || zh > 24 || zm < 0 || zm > 60 {
 		return time.Time{}, false
 	}
 	t := time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC)

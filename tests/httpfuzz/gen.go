@@ -100,6 +100,12 @@ const (
 	kConsumer = "consumer"
 	kRC       = "rc"
 	kTrait    = "trait"
+	// The ownership extension's consumers, resource groups and projects,
+	// and the host names the scheduler filter is asked about.
+	kOwner    = "owner"
+	kGroup    = "group"
+	kProject  = "project"
+	kHostName = "hostname"
 )
 
 var endpoints = []endpoint{
@@ -122,6 +128,22 @@ var endpoints = []endpoint{
 	{Blazar, "POST", "/v1/floatingips", (*Generator).fipBody},
 	{Blazar, "GET", "/v1/floatingips/{fip}", nil},
 	{Blazar, "DELETE", "/v1/floatingips/{fip}", nil},
+	// Leasehold's extensions of /v1 (etc/openapi/ownership.yaml,
+	// blazar-v1.yaml).
+	{Blazar, "POST", "/v1/leases/earliest", (*Generator).earliestBody},
+	{Blazar, "POST", "/v1/scheduler/filter", (*Generator).filterBody},
+	{Blazar, "GET", "/v1/ownership", nil},
+	{Blazar, "GET", "/v1/ownership/plan", nil},
+	{Blazar, "PUT", "/v1/ownership/plan", (*Generator).planBody},
+	{Blazar, "POST", "/v1/ownership/recompute", (*Generator).generationBody},
+	{Blazar, "PUT", "/v1/ownership/consumers/{owner}", (*Generator).ownerBody},
+	{Blazar, "DELETE", "/v1/ownership/consumers/{owner}", nil},
+	{Blazar, "PUT", "/v1/ownership/groups/{group}", (*Generator).groupBody},
+	{Blazar, "DELETE", "/v1/ownership/groups/{group}", nil},
+	{Blazar, "PUT", "/v1/ownership/consumers/{owner}/groups/{group}", (*Generator).entryBody},
+	{Blazar, "DELETE", "/v1/ownership/consumers/{owner}/groups/{group}", nil},
+	{Blazar, "GET", "/v1/ownership/projects/{project}", nil},
+	{Blazar, "POST", "/v1/ownership/explain", (*Generator).explainBody},
 	{Blazar, "GET", "/", nil},
 	{Blazar, "GET", "/versions", nil},
 	// Placement.
@@ -177,6 +199,9 @@ type Generator struct {
 	// ids are the known ids per kind: a few fixed ones, and those the
 	// server handed out (Learn).
 	ids map[string][]string
+	// planGen is the ownership plan's generation as last seen, which
+	// most ownership writes name (the others are stale or junk).
+	planGen int
 }
 
 // maxIDs bounds each id pool (the oldest are replaced).
@@ -188,6 +213,10 @@ func New(seed uint64) *Generator {
 	g.ids[kRC] = []string{"VCPU", "MEMORY_MB", "DISK_GB", "CUSTOM_FUZZ", "SRIOV_NET_VF", "IPV4_ADDRESS"}
 	g.ids[kTrait] = []string{"HW_CPU_X86_AVX2", "CUSTOM_FUZZ", "COMPUTE_STATUS_DISABLED", "STORAGE_DISK_SSD"}
 	g.ids[kProperty] = []string{"gpu", "rack", "vcpus", "ssd"}
+	g.ids[kOwner] = []string{"domain-a", "project-a", "project-b"}
+	g.ids[kGroup] = []string{"gpu-rack", "all"}
+	g.ids[kProject] = []string{"admin", "project", "project-a"}
+	g.ids[kHostName] = []string{"compute1", "unknown-host"}
 	return g
 }
 
@@ -242,6 +271,11 @@ func (g *Generator) LearnFrom(req Request, status int, body []byte) {
 		g.Learn(kLease, str(obj("lease"), "id"))
 	case req.Route == "/v1/os-hosts" && req.Method == "POST":
 		g.Learn(kHost, str(obj("host"), "id"))
+		g.Learn(kHostName, str(obj("host"), "hypervisor_hostname"))
+	case strings.HasPrefix(req.Route, "/v1/ownership"):
+		if gen, ok := obj("plan")["generation"].(float64); ok {
+			g.planGen = int(gen)
+		}
 	case req.Route == "/v1/floatingips" && req.Method == "POST":
 		g.Learn(kFIP, str(obj("floatingip"), "id"))
 	case req.Route == "/resource_providers" && req.Method == "POST":
@@ -408,6 +442,9 @@ func (g *Generator) word() string {
 
 // query returns a query string for GET listings (valid and not).
 func (g *Generator) query(ep endpoint) string {
+	if ep.method == "DELETE" && strings.HasPrefix(ep.path, "/v1/ownership/") && g.pct(90) {
+		return "generation=" + escapeQuery(fmt.Sprint(g.generation()))
+	}
 	if ep.method != "GET" || !g.pct(40) && (ep.path != "/allocation_candidates" || g.pct(10)) {
 		if g.pct(3) {
 			return pick(g, []string{"%zz", "a=%", "&&&", "=", "x=" + strings.Repeat("y", 3000)})
@@ -981,4 +1018,124 @@ func (g *Generator) reshaperBody() any {
 		allocs[g.UUID()] = g.allocationsPutBody()
 	}
 	return map[string]any{"inventories": invs, "allocations": allocs}
+}
+
+// planRef is the plan generation an ownership write names: the current
+// one mostly, a stale one, or junk.
+func (g *Generator) planRef() any {
+	switch n := g.rng.IntN(100); {
+	case n < 75:
+		return g.planGen
+	case n < 90:
+		return max(g.planGen-1-g.rng.IntN(3), 0)
+	default:
+		return pick(g, []any{nil, "1", -1, 1.5})
+	}
+}
+
+func (g *Generator) generationBody() any { return map[string]any{"generation": g.planRef()} }
+
+// consumer is a consumer of the ownership plan (schema Consumer).
+func (g *Generator) consumer(id string) map[string]any {
+	c := map[string]any{"id": id, "rank": g.rng.IntN(3), "borrow_grace_seconds": pick(g, []int{0, 60, 3600}),
+		"lending_limit": pick(g, []any{nil, 0, 1, 2})}
+	if g.pct(50) {
+		c["parent_id"] = pick(g, g.ids[kOwner])
+	}
+	if g.pct(60) {
+		c["project_id"] = pick(g, g.ids[kProject])
+	}
+	return c
+}
+
+// group is a resource group (schema Group): hosts by name or by
+// properties.
+func (g *Generator) group(name string) map[string]any {
+	gr := map[string]any{"name": name}
+	if g.pct(50) {
+		gr["hosts"] = []any{pick(g, g.ids[kHostName]), pick(g, g.ids[kHostName])}
+	} else {
+		gr["properties"] = map[string]any{pick(g, g.ids[kProperty]): pick(g, []string{"true", "8", "r1"})}
+	}
+	return gr
+}
+
+// entry is a plan entry's fields (schema EntryFields).
+func (g *Generator) entry() map[string]any {
+	return map[string]any{"amount": g.rng.IntN(4), "partial": g.pct(50), "preference": g.rng.IntN(3),
+		"share_ratio": pick(g, []float64{0, 0.25, 0.5, 1}), "lend": g.pct(50), "lend_grace_seconds": pick(g, []int{0, 60}),
+		"reclaim": g.pct(30)}
+}
+
+func (g *Generator) planBody() any {
+	var cs, gs, es []any
+	for _, id := range g.ids[kOwner][:1+g.rng.IntN(len(g.ids[kOwner]))] {
+		cs = append(cs, g.consumer(id))
+	}
+	for _, name := range g.ids[kGroup] {
+		gs = append(gs, g.group(name))
+	}
+	for range g.rng.IntN(3) {
+		e := g.entry()
+		e["consumer"], e["group"] = pick(g, g.ids[kOwner]), pick(g, g.ids[kGroup])
+		es = append(es, e)
+	}
+	return map[string]any{"generation": g.planRef(), "consumers": cs, "groups": gs, "entries": es}
+}
+
+func (g *Generator) ownerBody() any {
+	c := g.consumer("")
+	delete(c, "id")
+	c["generation"] = g.planRef()
+	return c
+}
+
+func (g *Generator) groupBody() any {
+	gr := g.group("")
+	delete(gr, "name")
+	gr["generation"] = g.planRef()
+	return gr
+}
+
+func (g *Generator) entryBody() any {
+	e := g.entry()
+	e["generation"] = g.planRef()
+	return e
+}
+
+func (g *Generator) explainBody() any {
+	return map[string]any{"project_id": pick(g, g.ids[kProject])}
+}
+
+// earliestBody asks POST /v1/leases/earliest where a lease of some
+// reservations would fit.
+func (g *Generator) earliestBody() any {
+	b := map[string]any{"duration": pick(g, []any{3600, 86400, 60, 7 * 86400}), "reservations": []any{g.reservation()}}
+	if g.pct(60) {
+		b["after"] = pick(g, []string{"now", g.date(10)})
+	}
+	if g.pct(40) {
+		b["not_after"] = fmt.Sprintf("%d-01-01 00:00", 2031+g.rng.IntN(5))
+	}
+	return b
+}
+
+// filterBody is Nova's LeaseholdFilter asking which candidate hosts an
+// instance may boot on (POST /v1/scheduler/filter).
+func (g *Generator) filterBody() any {
+	var hosts []any
+	for range 1 + g.rng.IntN(4) {
+		hosts = append(hosts, pick(g, g.ids[kHostName]))
+	}
+	b := map[string]any{"project_id": pick(g, g.ids[kProject]), "user_id": "u-" + g.word(), "hosts": hosts, "explain": g.pct(30)}
+	switch g.rng.IntN(4) {
+	case 0:
+		b["scheduler_hints"] = map[string]any{"reservation": pick(g, []any{g.UUID(), []any{g.UUID()}})}
+	case 1:
+		res := "CUSTOM_RESERVATION_" + strings.ToUpper(strings.ReplaceAll(g.UUID(), "-", "_"))
+		b["flavor"] = map[string]any{"extra_specs": map[string]any{"resources:" + res: "1"}, "resources": map[string]any{res: 1, "VCPU": 2}}
+	case 2:
+		b["flavor"] = map[string]any{"extra_specs": map[string]any{"aggregate_instance_extra_specs:reservation": g.UUID()}}
+	}
+	return b
 }
