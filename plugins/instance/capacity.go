@@ -132,7 +132,7 @@ func usage(bs []*booking, lo, hi time.Time, capa allocator.SlotSize) (allocator.
 			at = e.t
 		}
 		cur = cur.Sub(e.b.size(), -e.sign*e.b.Slots)
-		top.VCPUs, top.MemoryMB, top.DiskGB = max(top.VCPUs, cur.VCPUs), max(top.MemoryMB, cur.MemoryMB), max(top.DiskGB, cur.DiskGB)
+		top = top.Max(cur)
 	}
 	if hi.After(at) {
 		segs = append(segs, allocator.SlotSegment{Dur: int64(hi.Sub(at) / time.Second), Free: capa.Sub(cur, 1)})
