@@ -107,18 +107,18 @@ func TestEarliestSlotsBruteForce(t *testing.T) {
 		var hosts []SlotTimeline
 		lastEnd := 0
 		for i := range rapid.IntRange(0, 4).Draw(t, "hosts") {
-			h := SlotTimeline{ID: "h" + strconv.Itoa(i), Capacity: sz(int64(rapid.IntRange(0, 8).Draw(t, "vcpus")), int64(rapid.IntRange(0, 4).Draw(t, "mem")) * 1024, 0)}
+			h := SlotTimeline{ID: "h" + strconv.Itoa(i), Capacity: sz(int64(rapid.IntRange(0, 8).Draw(t, "vcpus")), int64(rapid.IntRange(0, 4).Draw(t, "mem"))*1024, 0)}
 			for range rapid.IntRange(0, 5).Draw(t, "bookings") {
 				s := rapid.IntRange(0, 40).Draw(t, "start")
 				e := s + rapid.IntRange(0, 20).Draw(t, "len")
 				lastEnd = max(lastEnd, e)
 				h.Bookings = append(h.Bookings, SlotBooking{Start: slotAt(s), End: slotAt(e),
-					Size:  sz(int64(rapid.IntRange(0, 2).Draw(t, "bv")), int64(rapid.IntRange(0, 2).Draw(t, "bm")) * 1024, 0),
+					Size:  sz(int64(rapid.IntRange(0, 2).Draw(t, "bv")), int64(rapid.IntRange(0, 2).Draw(t, "bm"))*1024, 0),
 					Slots: int64(rapid.IntRange(1, 3).Draw(t, "slots")), Whole: rapid.IntRange(0, 5).Draw(t, "whole") == 0})
 			}
 			hosts = append(hosts, h)
 		}
-		req := SlotRequest{Size: sz(int64(rapid.IntRange(0, 3).Draw(t, "sv")), int64(rapid.IntRange(0, 2).Draw(t, "sm")) * 1024, 0),
+		req := SlotRequest{Size: sz(int64(rapid.IntRange(0, 3).Draw(t, "sv")), int64(rapid.IntRange(0, 2).Draw(t, "sm"))*1024, 0),
 			Amount: rapid.IntRange(1, 4).Draw(t, "amount")}
 		switch rapid.IntRange(0, 2).Draw(t, "aff") {
 		case 1:

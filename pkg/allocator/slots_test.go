@@ -179,11 +179,11 @@ func TestChooseSlotsProperties(t *testing.T) {
 		n := rapid.IntRange(0, 8).Draw(t, "hosts")
 		var hosts []SlotHost
 		for i := range n {
-			capa := sz(int64(rapid.IntRange(0, 16).Draw(t, "vcpus")), int64(rapid.IntRange(0, 8).Draw(t, "mem")) * 1024, int64(rapid.IntRange(0, 4).Draw(t, "disk")) * 100)
-			used := sz(int64(rapid.IntRange(0, int(capa.VCPUs)).Draw(t, "uv")), int64(rapid.IntRange(0, int(capa.MemoryMB/1024)).Draw(t, "um")) * 1024, 0)
+			capa := sz(int64(rapid.IntRange(0, 16).Draw(t, "vcpus")), int64(rapid.IntRange(0, 8).Draw(t, "mem"))*1024, int64(rapid.IntRange(0, 4).Draw(t, "disk"))*100)
+			used := sz(int64(rapid.IntRange(0, int(capa.VCPUs)).Draw(t, "uv")), int64(rapid.IntRange(0, int(capa.MemoryMB/1024)).Draw(t, "um"))*1024, 0)
 			hosts = append(hosts, SlotHost{ID: "h" + strconv.Itoa(i), Domain: rapid.SampledFrom([]string{"", "r1", "r2"}).Draw(t, "dom"), Free: capa.Sub(used, 1), Capacity: capa})
 		}
-		size := sz(int64(rapid.IntRange(1, 4).Draw(t, "sv")), int64(rapid.IntRange(1, 4).Draw(t, "sm")) * 1024, int64(rapid.IntRange(0, 2).Draw(t, "sd")) * 50)
+		size := sz(int64(rapid.IntRange(1, 4).Draw(t, "sv")), int64(rapid.IntRange(1, 4).Draw(t, "sm"))*1024, int64(rapid.IntRange(0, 2).Draw(t, "sd"))*50)
 		held := 0
 		for i := range hosts {
 			if rapid.Bool().Draw(t, "held") {
@@ -253,22 +253,22 @@ func TestChooseSlotsProperties(t *testing.T) {
 // room for it, whatever the policy sizes and the use over time.
 func TestChooseSlotsKeepsFreshHostsClosed(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		capa := sz(int64(rapid.IntRange(1, 16).Draw(t, "vcpus")), int64(rapid.IntRange(1, 8).Draw(t, "mem")) * 1024, 0)
+		capa := sz(int64(rapid.IntRange(1, 16).Draw(t, "vcpus")), int64(rapid.IntRange(1, 8).Draw(t, "mem"))*1024, 0)
 		var hosts []SlotHost
 		for i := range rapid.IntRange(1, 6).Draw(t, "hosts") {
 			h := SlotHost{ID: "h" + strconv.Itoa(i), Capacity: capa, Free: capa}
 			for range rapid.IntRange(0, 3).Draw(t, "segs") {
-				used := sz(int64(rapid.IntRange(0, int(capa.VCPUs)).Draw(t, "uv")), int64(rapid.IntRange(0, int(capa.MemoryMB/1024)).Draw(t, "um")) * 1024, 0)
+				used := sz(int64(rapid.IntRange(0, int(capa.VCPUs)).Draw(t, "uv")), int64(rapid.IntRange(0, int(capa.MemoryMB/1024)).Draw(t, "um"))*1024, 0)
 				seg := SlotSegment{Dur: int64(rapid.IntRange(1, 5).Draw(t, "dur")), Free: capa.Sub(used, 1)}
 				h.Profile = append(h.Profile, seg)
 				h.Free = sz(min(h.Free.VCPUs, seg.Free.VCPUs), min(h.Free.MemoryMB, seg.Free.MemoryMB), 0)
 			}
 			hosts = append(hosts, h)
 		}
-		size := sz(int64(rapid.IntRange(1, 4).Draw(t, "sv")), int64(rapid.IntRange(1, 4).Draw(t, "sm")) * 1024, 0)
+		size := sz(int64(rapid.IntRange(1, 4).Draw(t, "sv")), int64(rapid.IntRange(1, 4).Draw(t, "sm"))*1024, 0)
 		var sizes []SlotSize
 		for range rapid.IntRange(0, 3).Draw(t, "nsizes") {
-			sizes = append(sizes, sz(int64(rapid.IntRange(1, 8).Draw(t, "pv")), int64(rapid.IntRange(1, 8).Draw(t, "pm")) * 1024, 0))
+			sizes = append(sizes, sz(int64(rapid.IntRange(1, 8).Draw(t, "pv")), int64(rapid.IntRange(1, 8).Draw(t, "pm"))*1024, 0))
 		}
 		dec, err := ChooseSlots(hosts, SlotRequest{Size: size, Amount: 1, Sizes: sizes})
 		if err != nil {
