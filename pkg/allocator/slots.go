@@ -72,6 +72,15 @@ func (s SlotSize) Max(o SlotSize) SlotSize {
 	return fromDims(a)
 }
 
+// Min is the per-dimension minimum of s and o.
+func (s SlotSize) Min(o SlotSize) SlotSize {
+	a, b := s.dims(), o.dims()
+	for i := range a {
+		a[i] = min(a[i], b[i])
+	}
+	return fromDims(a)
+}
+
 // negative reports whether any dimension of s is below zero.
 func (s SlotSize) negative() bool {
 	for _, v := range s.dims() {

@@ -213,6 +213,9 @@ type params struct {
 	affinity           *bool
 	resourceProperties string
 	query              *hostquery.Query
+	// flavor is the demand of a flavor:instance reservation (nil: the
+	// size alone, as for virtual:instance).
+	flavor *demand
 }
 
 // request is a new reservation's parsed request; resID is set by Reserve
@@ -427,8 +430,13 @@ func (row) TableName() string { return "instance_reservations" }
 
 func (r *row) params() params {
 	q, _ := hostquery.Parse(r.ResourceProperties)
-	return params{amount: r.Amount, size: allocator.SlotSize{VCPUs: r.VCPUs, MemoryMB: r.MemoryMB, DiskGB: r.DiskGB},
+	ps := params{amount: r.Amount, size: allocator.SlotSize{VCPUs: r.VCPUs, MemoryMB: r.MemoryMB, DiskGB: r.DiskGB},
 		affinity: r.Affinity, resourceProperties: r.ResourceProperties, query: q}
+	if r.SourceFlavor != "" {
+		d := storedDemand(ps.size, r.SourceFlavor)
+		ps.flavor = &d
+	}
+	return ps
 }
 
 // Describe implements plugins.Plugin.
