@@ -5,8 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/db/dbtest"
 	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/plugins/instance"
@@ -156,4 +158,38 @@ func equalSlots(a, b map[string]int) bool {
 		}
 	}
 	return true
+}
+
+// TestPolicySizesChangeChoice: configured policy sizes
+// ([virtual:instance] policy_sizes) replace the sizes in use in the
+// lost-allocations metric. compute-1 has 6 VCPUs free, compute-2 5: with
+// the sizes in use (2, 3 and 1 VCPUs) a 1-VCPU slot goes to compute-2,
+// where it costs no 3-VCPU allocation; with 5 VCPUs configured it goes
+// to compute-1, where it costs no 5-VCPU one.
+func TestPolicySizesChangeChoice(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		for _, tc := range []struct {
+			sizes []allocator.SlotSize
+			want  string
+		}{
+			{nil, "compute-2"},
+			{[]allocator.SlotSize{{VCPUs: 5, MemoryMB: 1024}}, "compute-1"},
+		} {
+			t.Run(tc.want, func(t *testing.T) {
+				e := newEnvWith(t, dbtest.OpenDialect(t, d.Dialect), 2, nil, instance.Config{Sizes: tc.sizes})
+				const start, end = "2030-01-02 00:00", "2030-01-03 00:00"
+				on := func(host string, vcpus int) map[string]any {
+					r := instanceRes(1, vcpus, 1024, 0, nil)
+					r["resource_properties"] = `["=", "$hypervisor_hostname", "` + host + `"]`
+					return r
+				}
+				e.mustCreate(t, "a", start, end, on("compute-1", 2))
+				e.mustCreate(t, "b", start, end, on("compute-2", 3))
+				v := e.mustCreate(t, "c", start, end, instanceRes(1, 1, 1024, 0, nil))
+				if got := e.slots(t, v.Reservations[0]["id"].(string)); !equalSlots(got, map[string]int{tc.want: 1}) {
+					t.Errorf("sizes %v: slots %v, want %s", tc.sizes, got, tc.want)
+				}
+			})
+		}
+	})
 }
