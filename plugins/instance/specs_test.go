@@ -113,3 +113,43 @@ func TestHostOK(t *testing.T) {
 		t.Error("a demand without traits refused a host without traits")
 	}
 }
+
+// stubExternal stands for a configured external Placement (checkExternal
+// calls none of its methods).
+type stubExternal struct{ ExternalPlacement }
+
+func TestCheckExternal(t *testing.T) {
+	plain, err := flavorDemand(Flavor{ID: "f", VCPUs: 2, RAM: 1024, ExtraSpecs: map[string]string{"hw:cpu_policy": "shared"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned, err := flavorDemand(Flavor{ID: "f", VCPUs: 2, RAM: 1024, ExtraSpecs: map[string]string{"hw:cpu_policy": "dedicated"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	traits, err := flavorDemand(Flavor{ID: "f", VCPUs: 2, RAM: 1024, ExtraSpecs: map[string]string{"trait:CUSTOM_X": "required"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := New(nil, Config{External: stubExternal{}})
+	builtin := New(nil, Config{})
+	for _, tc := range []struct {
+		name    string
+		p       *Plugin
+		flavor  *demand
+		refused bool
+	}{
+		{"virtual", ext, nil, false},
+		{"plain flavor", ext, &plain, false},
+		{"pinned flavor", ext, &pinned, true},
+		{"traits", ext, &traits, true},
+		{"pinned, built-in", builtin, &pinned, false},
+	} {
+		err := tc.p.checkExternal(&params{flavor: tc.flavor})
+		if got := err != nil; got != tc.refused {
+			t.Errorf("%s: err = %v, want refused %v", tc.name, err, tc.refused)
+		} else if err != nil && errs.As(err).Kind != errs.BadRequest {
+			t.Errorf("%s: err = %v, want a 400", tc.name, err)
+		}
+	}
+}
