@@ -136,26 +136,38 @@ func (s SlotSize) Format(names []string) string {
 
 // Sub returns s minus k instances of o.
 func (s SlotSize) Sub(o SlotSize, k int64) SlotSize {
-	a, b := s.dims(), o.dims()
-	for i := range a {
-		a[i] -= k * b[i]
+	// Field by field: this is the allocator's innermost operation.
+	s.VCPUs -= k * o.VCPUs
+	s.MemoryMB -= k * o.MemoryMB
+	s.DiskGB -= k * o.DiskGB
+	s.PCPUs -= k * o.PCPUs
+	for i := range s.Custom {
+		s.Custom[i] -= k * o.Custom[i]
 	}
-	return fromDims(a)
+	return s
 }
 
 // Fits is how many instances of size o fit in s (dimensions o does not
 // use do not limit it; a size using nothing fits math.MaxInt32 times).
 func (s SlotSize) Fits(o SlotSize) int {
 	n := int64(math.MaxInt32)
-	a, b := s.dims(), o.dims()
-	for i := range a {
-		if b[i] <= 0 {
-			continue
+	fit := func(have, per int64) bool {
+		if per <= 0 {
+			return true
 		}
-		if a[i] < b[i] {
+		if have < per {
+			return false
+		}
+		n = min(n, have/per)
+		return true
+	}
+	if !fit(s.VCPUs, o.VCPUs) || !fit(s.MemoryMB, o.MemoryMB) || !fit(s.DiskGB, o.DiskGB) || !fit(s.PCPUs, o.PCPUs) {
+		return 0
+	}
+	for i := range s.Custom {
+		if !fit(s.Custom[i], o.Custom[i]) {
 			return 0
 		}
-		n = min(n, a[i]/b[i])
 	}
 	return int(n)
 }

@@ -190,8 +190,8 @@ func capacityOf(h *hosts.Host, caps map[string]placement.ComputeCapacity, w *wan
 		out.Custom[i] = c.Other[class]
 	}
 	if c.MaxUnit != nil {
-		for class, n := range w.d.amounts {
-			if mu, ok := c.MaxUnit[class]; ok && n > mu {
+		for _, a := range w.units {
+			if mu, ok := c.MaxUnit[a.class]; ok && a.n > mu {
 				return allocator.SlotSize{}
 			}
 		}
@@ -339,19 +339,21 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 		}
 	}
 	var offered allocator.SlotSize // what the matching hosts have at all, per dimension
-	for _, h := range matching {
-		offered = offered.Max(capacityOf(h, caps, w))
+	capas := make([]allocator.SlotSize, len(matching))
+	for i, h := range matching {
+		capas[i] = capacityOf(h, caps, w)
+		offered = offered.Max(capas[i])
 	}
 	if err := w.served(offered, len(matching)); err != nil {
 		return allocator.SlotDecision{}, nil, err
 	}
 	slotHosts := make([]allocator.SlotHost, 0, len(matching)+len(closed))
 	tops := make(map[string]allocator.SlotSize, len(matching))
-	for _, h := range matching {
+	for i, h := range matching {
 		if busy[h.ID] && held[h.ID] == 0 {
 			continue
 		}
-		capa := capacityOf(h, caps, w)
+		capa := capas[i]
 		top, segs := usage(byHost[h.ID], lo, hi, capa)
 		tops[h.ID] = top
 		sh := allocator.SlotHost{ID: h.ID, Domain: p.domainOf(h), Capacity: capa,

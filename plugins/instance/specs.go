@@ -262,6 +262,14 @@ type want struct {
 	d    demand
 	m    dims
 	size allocator.SlotSize
+	// units are d's amounts as a list (checked against max_units for
+	// every host: no map iteration there).
+	units []classAmount
+}
+
+type classAmount struct {
+	class string
+	n     int64
 }
 
 // wantOf is the demand of parameters ps.
@@ -271,7 +279,11 @@ func wantOf(ps *params) *want {
 		d = *ps.flavor
 	}
 	m := dimsOf(&d)
-	return &want{d: d, m: m, size: m.size(&d)}
+	w := &want{d: d, m: m, size: m.size(&d)}
+	for _, c := range slices.Sorted(maps.Keys(d.amounts)) {
+		w.units = append(w.units, classAmount{c, d.amounts[c]})
+	}
+	return w
 }
 
 // request is the allocator request of w for ps.
