@@ -32,14 +32,80 @@ import (
 // anything else. Ties go to the host listed first, so the result is
 // deterministic.
 
-// SlotSize is the size of one instance: VCPUs, memory in MiB, disk in GiB.
-type SlotSize struct{ VCPUs, MemoryMB, DiskGB int64 }
+// MaxCustomClasses is how many resource classes besides VCPU, PCPU,
+// MEMORY_MB and DISK_GB one choice can count (SlotSize.Custom).
+const MaxCustomClasses = 4
+
+// slotDims is the number of dimensions of a SlotSize.
+const slotDims = 4 + MaxCustomClasses
+
+// SlotSize is the size of one instance: VCPUs (shared CPUs), memory in
+// MiB, disk in GiB, PCPUs (dedicated CPUs) and amounts of other resource
+// classes. Custom is positional: the caller names its dimensions (the
+// same names for every size of one choice; SlotRequest.CustomNames).
+type SlotSize struct {
+	VCPUs, MemoryMB, DiskGB int64
+	PCPUs                   int64
+	Custom                  [MaxCustomClasses]int64
+}
+
+// dims are s's dimensions in a fixed order.
+func (s SlotSize) dims() [slotDims]int64 {
+	var d [slotDims]int64
+	d[0], d[1], d[2], d[3] = s.VCPUs, s.MemoryMB, s.DiskGB, s.PCPUs
+	copy(d[4:], s.Custom[:])
+	return d
+}
+
+func fromDims(d [slotDims]int64) SlotSize {
+	s := SlotSize{VCPUs: d[0], MemoryMB: d[1], DiskGB: d[2], PCPUs: d[3]}
+	copy(s.Custom[:], d[4:])
+	return s
+}
+
+// Max is the per-dimension maximum of s and o.
+func (s SlotSize) Max(o SlotSize) SlotSize {
+	a, b := s.dims(), o.dims()
+	for i := range a {
+		a[i] = max(a[i], b[i])
+	}
+	return fromDims(a)
+}
+
+// Min is the per-dimension minimum of s and o.
+func (s SlotSize) Min(o SlotSize) SlotSize {
+	a, b := s.dims(), o.dims()
+	for i := range a {
+		a[i] = min(a[i], b[i])
+	}
+	return fromDims(a)
+}
+
+// negative reports whether any dimension of s is below zero.
+func (s SlotSize) negative() bool {
+	for _, v := range s.dims() {
+		if v < 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // String formats the size as a person reads it: "2 VCPU/4 GiB/20 GB".
-func (s SlotSize) String() string {
+func (s SlotSize) String() string { return s.Format(nil) }
+
+// Format is String with names for the Custom dimensions (missing names
+// read "class #i").
+func (s SlotSize) Format(names []string) string {
 	var b strings.Builder
-	b.WriteString(strconv.FormatInt(s.VCPUs, 10))
-	b.WriteString(" VCPU/")
+	if s.VCPUs > 0 || s.PCPUs == 0 {
+		b.WriteString(strconv.FormatInt(s.VCPUs, 10))
+		b.WriteString(" VCPU/")
+	}
+	if s.PCPUs > 0 {
+		b.WriteString(strconv.FormatInt(s.PCPUs, 10))
+		b.WriteString(" PCPU/")
+	}
 	if s.MemoryMB >= 1024 && s.MemoryMB%1024 == 0 {
 		b.WriteString(strconv.FormatInt(s.MemoryMB/1024, 10))
 		b.WriteString(" GiB")
@@ -52,26 +118,56 @@ func (s SlotSize) String() string {
 		b.WriteString(strconv.FormatInt(s.DiskGB, 10))
 		b.WriteString(" GB disk")
 	}
+	for i, n := range s.Custom {
+		if n == 0 {
+			continue
+		}
+		b.WriteString("/")
+		b.WriteString(strconv.FormatInt(n, 10))
+		b.WriteString(" ")
+		if i < len(names) && names[i] != "" {
+			b.WriteString(names[i])
+		} else {
+			b.WriteString("class #" + strconv.Itoa(i))
+		}
+	}
 	return b.String()
 }
 
 // Sub returns s minus k instances of o.
 func (s SlotSize) Sub(o SlotSize, k int64) SlotSize {
-	return SlotSize{s.VCPUs - k*o.VCPUs, s.MemoryMB - k*o.MemoryMB, s.DiskGB - k*o.DiskGB}
+	// Field by field: this is the allocator's innermost operation.
+	s.VCPUs -= k * o.VCPUs
+	s.MemoryMB -= k * o.MemoryMB
+	s.DiskGB -= k * o.DiskGB
+	s.PCPUs -= k * o.PCPUs
+	for i := range s.Custom {
+		s.Custom[i] -= k * o.Custom[i]
+	}
+	return s
 }
 
 // Fits is how many instances of size o fit in s (dimensions o does not
 // use do not limit it; a size using nothing fits math.MaxInt32 times).
 func (s SlotSize) Fits(o SlotSize) int {
 	n := int64(math.MaxInt32)
-	for _, d := range [3][2]int64{{s.VCPUs, o.VCPUs}, {s.MemoryMB, o.MemoryMB}, {s.DiskGB, o.DiskGB}} {
-		if d[1] <= 0 {
-			continue
+	fit := func(have, per int64) bool {
+		if per <= 0 {
+			return true
 		}
-		if d[0] < d[1] {
+		if have < per {
+			return false
+		}
+		n = min(n, have/per)
+		return true
+	}
+	if !fit(s.VCPUs, o.VCPUs) || !fit(s.MemoryMB, o.MemoryMB) || !fit(s.DiskGB, o.DiskGB) || !fit(s.PCPUs, o.PCPUs) {
+		return 0
+	}
+	for i := range s.Custom {
+		if !fit(s.Custom[i], o.Custom[i]) {
 			return 0
 		}
-		n = min(n, d[0]/d[1])
 	}
 	return int(n)
 }
@@ -122,6 +218,9 @@ type SlotRequest struct {
 	// (whole-host sized on it), and affinity true filling a host. 0 takes
 	// every free host. See slots_reserve.go.
 	WholeReservePercent int
+	// CustomNames name the Custom dimensions of every size (for
+	// messages).
+	CustomNames []string
 	// MatchingHosts is the number of hosts the reserve is a share of:
 	// every host matching the request, those left out of the list (busy
 	// with a whole-host reservation) included; 0 means len(hosts).
@@ -143,8 +242,10 @@ type SlotDecision struct {
 // NotEnoughSlotsError is ChooseSlots' refusal, with the numbers that
 // explain it.
 type NotEnoughSlotsError struct {
-	Needed   int
-	Size     SlotSize
+	Needed int
+	Size   SlotSize
+	// Names name Size's Custom dimensions (SlotRequest.CustomNames).
+	Names    []string
 	Affinity *bool
 	// Free is the free slots over all matching hosts, MaxOnOne the most
 	// on one host, WithSlot how many hosts have at least one; Hosts the
@@ -168,7 +269,7 @@ func (e *NotEnoughSlotsError) Error() string {
 	if e.Needed == 1 {
 		slots = "slot"
 	}
-	head := fmt.Sprintf("Not enough hosts available: %d %s of %s needed", e.Needed, slots, e.Size)
+	head := fmt.Sprintf("Not enough hosts available: %d %s of %s needed", e.Needed, slots, e.Size.Format(e.Names))
 	var msg string
 	switch {
 	case e.HeldLost:
@@ -195,7 +296,8 @@ func (e *NotEnoughSlotsError) Error() string {
 func policySizes(req SlotRequest) []SlotSize {
 	out := append(slices.Clone(req.Sizes), req.Size)
 	slices.SortFunc(out, func(a, b SlotSize) int {
-		return cmp.Or(cmp.Compare(b.DiskGB, a.DiskGB), cmp.Compare(b.MemoryMB, a.MemoryMB), cmp.Compare(b.VCPUs, a.VCPUs))
+		return cmp.Or(cmp.Compare(b.DiskGB, a.DiskGB), cmp.Compare(b.MemoryMB, a.MemoryMB), cmp.Compare(b.VCPUs+b.PCPUs, a.VCPUs+a.PCPUs),
+			cmp.Compare(b.PCPUs, a.PCPUs), slices.Compare(b.Custom[:], a.Custom[:]))
 	})
 	return slices.Compact(out)
 }
@@ -228,9 +330,10 @@ func (a *slotScore) less(b *slotScore) bool {
 // summed over the dimensions capacity has.
 func leftOf(after, capacity SlotSize) float64 {
 	var left float64
-	for _, d := range [3][2]int64{{after.VCPUs, capacity.VCPUs}, {after.MemoryMB, capacity.MemoryMB}, {after.DiskGB, capacity.DiskGB}} {
-		if d[1] > 0 {
-			left += float64(d[0]) / float64(d[1])
+	a, c := after.dims(), capacity.dims()
+	for i := range a {
+		if c[i] > 0 {
+			left += float64(a[i]) / float64(c[i])
 		}
 	}
 	return left
@@ -286,13 +389,13 @@ func ChooseSlots(hosts []SlotHost, req SlotRequest) (SlotDecision, error) {
 	if req.Amount < 1 {
 		return dec, fmt.Errorf("%w: amount %d", ErrInvalidRequest, req.Amount)
 	}
-	if req.Size.VCPUs < 0 || req.Size.MemoryMB < 0 || req.Size.DiskGB < 0 {
-		return dec, fmt.Errorf("%w: negative size %s", ErrInvalidRequest, req.Size)
+	if req.Size.negative() {
+		return dec, fmt.Errorf("%w: negative size %s", ErrInvalidRequest, req.Size.Format(req.CustomNames))
 	}
 	sizes := policySizes(req)
 	free := make([]SlotSize, len(hosts))
 	placed := make([]int, len(hosts))
-	ne := &NotEnoughSlotsError{Needed: req.Amount, Size: req.Size, Affinity: req.Affinity, Hosts: len(hosts)}
+	ne := &NotEnoughSlotsError{Needed: req.Amount, Size: req.Size, Names: req.CustomNames, Affinity: req.Affinity, Hosts: len(hosts)}
 	held, heldHosts := 0, 0
 	for i, h := range hosts {
 		free[i] = h.Free

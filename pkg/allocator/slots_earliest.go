@@ -64,8 +64,8 @@ func EarliestSlots(hosts []SlotTimeline, req SlotRequest, w SlotWindow) (time.Ti
 	if req.Amount < 1 {
 		return time.Time{}, false, fmt.Errorf("%w: amount %d", ErrInvalidRequest, req.Amount)
 	}
-	if req.Size.VCPUs < 0 || req.Size.MemoryMB < 0 || req.Size.DiskGB < 0 {
-		return time.Time{}, false, fmt.Errorf("%w: negative size %s", ErrInvalidRequest, req.Size)
+	if req.Size.negative() {
+		return time.Time{}, false, fmt.Errorf("%w: negative size %s", ErrInvalidRequest, req.Size.Format(req.CustomNames))
 	}
 	if w.Duration <= 0 {
 		return time.Time{}, false, fmt.Errorf("%w: duration %s", ErrInvalidRequest, w.Duration)
@@ -339,7 +339,7 @@ func hostRoom(h *SlotTimeline, size SlotSize, lo, hi time.Time) (int, bool) {
 	var cur, top SlotSize
 	for _, e := range evs {
 		cur = cur.Sub(e.b.Size, -e.sign*e.b.Slots)
-		top.VCPUs, top.MemoryMB, top.DiskGB = max(top.VCPUs, cur.VCPUs), max(top.MemoryMB, cur.MemoryMB), max(top.DiskGB, cur.DiskGB)
+		top = top.Max(cur)
 	}
 	return h.Capacity.Sub(top, 1).Fits(size), top == SlotSize{}
 }

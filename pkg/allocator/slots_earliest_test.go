@@ -107,18 +107,18 @@ func TestEarliestSlotsBruteForce(t *testing.T) {
 		var hosts []SlotTimeline
 		lastEnd := 0
 		for i := range rapid.IntRange(0, 4).Draw(t, "hosts") {
-			h := SlotTimeline{ID: "h" + strconv.Itoa(i), Capacity: SlotSize{int64(rapid.IntRange(0, 8).Draw(t, "vcpus")), int64(rapid.IntRange(0, 4).Draw(t, "mem")) * 1024, 0}}
+			h := SlotTimeline{ID: "h" + strconv.Itoa(i), Capacity: sz(int64(rapid.IntRange(0, 8).Draw(t, "vcpus")), int64(rapid.IntRange(0, 4).Draw(t, "mem"))*1024, 0)}
 			for range rapid.IntRange(0, 5).Draw(t, "bookings") {
 				s := rapid.IntRange(0, 40).Draw(t, "start")
 				e := s + rapid.IntRange(0, 20).Draw(t, "len")
 				lastEnd = max(lastEnd, e)
 				h.Bookings = append(h.Bookings, SlotBooking{Start: slotAt(s), End: slotAt(e),
-					Size:  SlotSize{int64(rapid.IntRange(0, 2).Draw(t, "bv")), int64(rapid.IntRange(0, 2).Draw(t, "bm")) * 1024, 0},
+					Size:  sz(int64(rapid.IntRange(0, 2).Draw(t, "bv")), int64(rapid.IntRange(0, 2).Draw(t, "bm"))*1024, 0),
 					Slots: int64(rapid.IntRange(1, 3).Draw(t, "slots")), Whole: rapid.IntRange(0, 5).Draw(t, "whole") == 0})
 			}
 			hosts = append(hosts, h)
 		}
-		req := SlotRequest{Size: SlotSize{int64(rapid.IntRange(0, 3).Draw(t, "sv")), int64(rapid.IntRange(0, 2).Draw(t, "sm")) * 1024, 0},
+		req := SlotRequest{Size: sz(int64(rapid.IntRange(0, 3).Draw(t, "sv")), int64(rapid.IntRange(0, 2).Draw(t, "sm"))*1024, 0),
 			Amount: rapid.IntRange(1, 4).Draw(t, "amount")}
 		switch rapid.IntRange(0, 2).Draw(t, "aff") {
 		case 1:
@@ -167,7 +167,7 @@ func bruteFits(hosts []SlotTimeline, req SlotRequest, lo, hi int) bool {
 					use = use.Sub(b.Size, -b.Slots)
 				}
 			}
-			peak = SlotSize{max(peak.VCPUs, use.VCPUs), max(peak.MemoryMB, use.MemoryMB), max(peak.DiskGB, use.DiskGB)}
+			peak = sz(max(peak.VCPUs, use.VCPUs), max(peak.MemoryMB, use.MemoryMB), max(peak.DiskGB, use.DiskGB))
 		}
 		n := 0
 		if !whole {
@@ -194,14 +194,14 @@ func bruteFits(hosts []SlotTimeline, req SlotRequest, lo, hi int) bool {
 func BenchmarkEarliestSlots(b *testing.B) {
 	hosts := make([]SlotTimeline, 1000)
 	for i := range hosts {
-		hosts[i] = SlotTimeline{ID: strconv.Itoa(i), Capacity: SlotSize{1, 1024, 0}}
+		hosts[i] = SlotTimeline{ID: strconv.Itoa(i), Capacity: SlotSize{VCPUs: 1, MemoryMB: 1024, DiskGB: 0}}
 	}
 	for i := range 10000 {
 		h := &hosts[(i*7919)%len(hosts)]
 		start := slotAt((i * 52) % (365 * 24 * 60))
-		h.Bookings = append(h.Bookings, SlotBooking{Start: start, End: start.Add(48 * time.Hour), Size: SlotSize{1, 1024, 0}, Slots: 1})
+		h.Bookings = append(h.Bookings, SlotBooking{Start: start, End: start.Add(48 * time.Hour), Size: SlotSize{VCPUs: 1, MemoryMB: 1024, DiskGB: 0}, Slots: 1})
 	}
-	req := SlotRequest{Size: SlotSize{1, 1024, 0}, Amount: 990, Affinity: boolp(false)}
+	req := SlotRequest{Size: SlotSize{VCPUs: 1, MemoryMB: 1024, DiskGB: 0}, Amount: 990, Affinity: boolp(false)}
 	w := SlotWindow{After: slotT0, Duration: 24 * time.Hour}
 	for b.Loop() {
 		if _, found, err := EarliestSlots(hosts, req, w); err != nil || !found {

@@ -32,7 +32,7 @@ func reservePool(n, free, open int) []SlotHost {
 
 func TestChooseSlotsWholeReserve(t *testing.T) {
 	sizes := []SlotSize{slotNode, slotHalf, slotQuarter}
-	small := SlotSize{4, 8192, 400} // two quarters fit
+	small := SlotSize{VCPUs: 4, MemoryMB: 8192, DiskGB: 400} // two quarters fit
 	for _, tc := range []struct {
 		name  string
 		hosts []SlotHost
@@ -74,7 +74,7 @@ func TestChooseSlotsWholeReserve(t *testing.T) {
 		{
 			name:  "slots of which one fits are whole-host sized",
 			hosts: reservePool(10, 2, 0),
-			req:   SlotRequest{Size: SlotSize{6, 8192, 400}, Amount: 1, Sizes: sizes, WholeReservePercent: 20},
+			req:   SlotRequest{Size: SlotSize{VCPUs: 6, MemoryMB: 8192, DiskGB: 400}, Amount: 1, Sizes: sizes, WholeReservePercent: 20},
 			want:  map[string]int{"h0": 1},
 		},
 		{
@@ -194,14 +194,14 @@ func TestChooseSlotsWholeReserveKeeps(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var hosts []SlotHost
 		for i := range rapid.IntRange(1, 14).Draw(t, "hosts") {
-			capa := SlotSize{int64(rapid.IntRange(1, 8).Draw(t, "vcpus")), int64(rapid.IntRange(1, 4).Draw(t, "mem")) * 1024, 0}
+			capa := sz(int64(rapid.IntRange(1, 8).Draw(t, "vcpus")), int64(rapid.IntRange(1, 4).Draw(t, "mem"))*1024, 0)
 			used := SlotSize{}
 			if rapid.Bool().Draw(t, "used") {
-				used = SlotSize{int64(rapid.IntRange(0, int(capa.VCPUs)).Draw(t, "uv")), int64(rapid.IntRange(0, int(capa.MemoryMB/1024)).Draw(t, "um")) * 1024, 0}
+				used = sz(int64(rapid.IntRange(0, int(capa.VCPUs)).Draw(t, "uv")), int64(rapid.IntRange(0, int(capa.MemoryMB/1024)).Draw(t, "um"))*1024, 0)
 			}
 			hosts = append(hosts, SlotHost{ID: "h" + strconv.Itoa(i), Capacity: capa, Free: capa.Sub(used, 1)})
 		}
-		req := SlotRequest{Size: SlotSize{int64(rapid.IntRange(1, 4).Draw(t, "sv")), int64(rapid.IntRange(1, 2).Draw(t, "sm")) * 1024, 0},
+		req := SlotRequest{Size: sz(int64(rapid.IntRange(1, 4).Draw(t, "sv")), int64(rapid.IntRange(1, 2).Draw(t, "sm"))*1024, 0),
 			Amount: rapid.IntRange(1, 8).Draw(t, "amount"), WholeReservePercent: rapid.IntRange(0, 100).Draw(t, "pct")}
 		switch rapid.IntRange(0, 2).Draw(t, "aff") {
 		case 1:
@@ -246,7 +246,7 @@ func TestEarliestSlotsAgreesWithChooseSlots(t *testing.T) {
 		var hosts []SlotTimeline
 		var ends []int
 		for i := range rapid.IntRange(1, 12).Draw(t, "hosts") {
-			h := SlotTimeline{ID: "h" + strconv.Itoa(i), Capacity: SlotSize{int64(rapid.IntRange(0, 8).Draw(t, "vcpus")), int64(rapid.IntRange(0, 4).Draw(t, "mem")) * 1024, 0}}
+			h := SlotTimeline{ID: "h" + strconv.Itoa(i), Capacity: sz(int64(rapid.IntRange(0, 8).Draw(t, "vcpus")), int64(rapid.IntRange(0, 4).Draw(t, "mem"))*1024, 0)}
 			for range rapid.IntRange(0, 3).Draw(t, "bookings") {
 				s := rapid.IntRange(0, 40).Draw(t, "start")
 				e := s + rapid.IntRange(0, 20).Draw(t, "len")
@@ -254,12 +254,12 @@ func TestEarliestSlotsAgreesWithChooseSlots(t *testing.T) {
 					ends = append(ends, e)
 				}
 				h.Bookings = append(h.Bookings, SlotBooking{Start: slotAt(s), End: slotAt(e),
-					Size:  SlotSize{int64(rapid.IntRange(0, 2).Draw(t, "bv")), int64(rapid.IntRange(0, 2).Draw(t, "bm")) * 1024, 0},
+					Size:  sz(int64(rapid.IntRange(0, 2).Draw(t, "bv")), int64(rapid.IntRange(0, 2).Draw(t, "bm"))*1024, 0),
 					Slots: int64(rapid.IntRange(1, 3).Draw(t, "slots")), Whole: rapid.IntRange(0, 8).Draw(t, "whole") == 0})
 			}
 			hosts = append(hosts, h)
 		}
-		req := SlotRequest{Size: SlotSize{int64(rapid.IntRange(0, 3).Draw(t, "sv")), int64(rapid.IntRange(0, 2).Draw(t, "sm")) * 1024, 0},
+		req := SlotRequest{Size: sz(int64(rapid.IntRange(0, 3).Draw(t, "sv")), int64(rapid.IntRange(0, 2).Draw(t, "sm"))*1024, 0),
 			Amount: rapid.IntRange(1, 8).Draw(t, "amount"), WholeReservePercent: rapid.IntRange(1, 100).Draw(t, "pct")}
 		switch rapid.IntRange(0, 2).Draw(t, "aff") {
 		case 1:
@@ -326,7 +326,7 @@ func brutePeak(h SlotTimeline, lo, hi int) (SlotSize, bool) {
 				use = use.Sub(b.Size, -b.Slots)
 			}
 		}
-		peak = SlotSize{max(peak.VCPUs, use.VCPUs), max(peak.MemoryMB, use.MemoryMB), max(peak.DiskGB, use.DiskGB)}
+		peak = sz(max(peak.VCPUs, use.VCPUs), max(peak.MemoryMB, use.MemoryMB), max(peak.DiskGB, use.DiskGB))
 	}
 	return peak, whole
 }

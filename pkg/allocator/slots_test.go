@@ -14,9 +14,9 @@ func boolp(b bool) *bool { return &b }
 
 // quarter-node sizes over 8 VCPU / 16 GiB / 800 GB hosts.
 var (
-	slotNode    = SlotSize{8, 16384, 800}
-	slotQuarter = SlotSize{2, 4096, 200}
-	slotHalf    = SlotSize{4, 8192, 400}
+	slotNode    = SlotSize{VCPUs: 8, MemoryMB: 16384, DiskGB: 800}
+	slotQuarter = SlotSize{VCPUs: 2, MemoryMB: 4096, DiskGB: 200}
+	slotHalf    = SlotSize{VCPUs: 4, MemoryMB: 8192, DiskGB: 400}
 )
 
 func slotHost(id string, used SlotSize) SlotHost {
@@ -39,7 +39,7 @@ func TestChooseSlots(t *testing.T) {
 			// filled one, then an empty one.
 			name: "quarter goes to the fullest node",
 			hosts: []SlotHost{slotHost("empty", empty), slotHost("half", slotHalf), slotHost("quarter", slotQuarter),
-				slotHost("threeq", SlotSize{6, 12288, 600})},
+				slotHost("threeq", SlotSize{VCPUs: 6, MemoryMB: 12288, DiskGB: 600})},
 			req:  SlotRequest{Size: slotQuarter, Amount: 1, Sizes: sizes},
 			want: map[string]int{"threeq": 1},
 		},
@@ -110,9 +110,9 @@ func TestChooseSlots(t *testing.T) {
 			// on the host using 1 VCPU (9/4 > 7/4); the empty host still
 			// stays closed while the used one has room.
 			name: "never a fresh host while one in use has room",
-			hosts: []SlotHost{{ID: "empty", Free: SlotSize{10, 0, 0}, Capacity: SlotSize{10, 0, 0}},
-				{ID: "used", Free: SlotSize{9, 0, 0}, Capacity: SlotSize{10, 0, 0}}},
-			req:  SlotRequest{Size: SlotSize{2, 0, 0}, Amount: 1, Sizes: []SlotSize{{4, 0, 0}}},
+			hosts: []SlotHost{{ID: "empty", Free: SlotSize{VCPUs: 10, MemoryMB: 0, DiskGB: 0}, Capacity: SlotSize{VCPUs: 10, MemoryMB: 0, DiskGB: 0}},
+				{ID: "used", Free: SlotSize{VCPUs: 9, MemoryMB: 0, DiskGB: 0}, Capacity: SlotSize{VCPUs: 10, MemoryMB: 0, DiskGB: 0}}},
+			req:  SlotRequest{Size: SlotSize{VCPUs: 2, MemoryMB: 0, DiskGB: 0}, Amount: 1, Sizes: []SlotSize{{VCPUs: 4, MemoryMB: 0, DiskGB: 0}}},
 			want: map[string]int{"used": 1},
 		},
 		{
@@ -179,11 +179,11 @@ func TestChooseSlotsProperties(t *testing.T) {
 		n := rapid.IntRange(0, 8).Draw(t, "hosts")
 		var hosts []SlotHost
 		for i := range n {
-			capa := SlotSize{int64(rapid.IntRange(0, 16).Draw(t, "vcpus")), int64(rapid.IntRange(0, 8).Draw(t, "mem")) * 1024, int64(rapid.IntRange(0, 4).Draw(t, "disk")) * 100}
-			used := SlotSize{int64(rapid.IntRange(0, int(capa.VCPUs)).Draw(t, "uv")), int64(rapid.IntRange(0, int(capa.MemoryMB/1024)).Draw(t, "um")) * 1024, 0}
+			capa := sz(int64(rapid.IntRange(0, 16).Draw(t, "vcpus")), int64(rapid.IntRange(0, 8).Draw(t, "mem"))*1024, int64(rapid.IntRange(0, 4).Draw(t, "disk"))*100)
+			used := sz(int64(rapid.IntRange(0, int(capa.VCPUs)).Draw(t, "uv")), int64(rapid.IntRange(0, int(capa.MemoryMB/1024)).Draw(t, "um"))*1024, 0)
 			hosts = append(hosts, SlotHost{ID: "h" + strconv.Itoa(i), Domain: rapid.SampledFrom([]string{"", "r1", "r2"}).Draw(t, "dom"), Free: capa.Sub(used, 1), Capacity: capa})
 		}
-		size := SlotSize{int64(rapid.IntRange(1, 4).Draw(t, "sv")), int64(rapid.IntRange(1, 4).Draw(t, "sm")) * 1024, int64(rapid.IntRange(0, 2).Draw(t, "sd")) * 50}
+		size := sz(int64(rapid.IntRange(1, 4).Draw(t, "sv")), int64(rapid.IntRange(1, 4).Draw(t, "sm"))*1024, int64(rapid.IntRange(0, 2).Draw(t, "sd"))*50)
 		held := 0
 		for i := range hosts {
 			if rapid.Bool().Draw(t, "held") {
@@ -205,7 +205,7 @@ func TestChooseSlotsProperties(t *testing.T) {
 			held = 0
 		}
 		req := SlotRequest{Size: size, Amount: held + rapid.IntRange(1, 10).Draw(t, "amount"), Affinity: aff,
-			Sizes: []SlotSize{{8, 16384, 0}, {1, 1024, 0}}}
+			Sizes: []SlotSize{{VCPUs: 8, MemoryMB: 16384}, {VCPUs: 1, MemoryMB: 1024}}}
 		dec, err := ChooseSlots(hosts, req)
 		dec2, err2 := ChooseSlots(hosts, req)
 		if (err == nil) != (err2 == nil) || !cmp.Equal(dec.Slots, dec2.Slots) {
@@ -253,22 +253,22 @@ func TestChooseSlotsProperties(t *testing.T) {
 // room for it, whatever the policy sizes and the use over time.
 func TestChooseSlotsKeepsFreshHostsClosed(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		capa := SlotSize{int64(rapid.IntRange(1, 16).Draw(t, "vcpus")), int64(rapid.IntRange(1, 8).Draw(t, "mem")) * 1024, 0}
+		capa := sz(int64(rapid.IntRange(1, 16).Draw(t, "vcpus")), int64(rapid.IntRange(1, 8).Draw(t, "mem"))*1024, 0)
 		var hosts []SlotHost
 		for i := range rapid.IntRange(1, 6).Draw(t, "hosts") {
 			h := SlotHost{ID: "h" + strconv.Itoa(i), Capacity: capa, Free: capa}
 			for range rapid.IntRange(0, 3).Draw(t, "segs") {
-				used := SlotSize{int64(rapid.IntRange(0, int(capa.VCPUs)).Draw(t, "uv")), int64(rapid.IntRange(0, int(capa.MemoryMB/1024)).Draw(t, "um")) * 1024, 0}
+				used := sz(int64(rapid.IntRange(0, int(capa.VCPUs)).Draw(t, "uv")), int64(rapid.IntRange(0, int(capa.MemoryMB/1024)).Draw(t, "um"))*1024, 0)
 				seg := SlotSegment{Dur: int64(rapid.IntRange(1, 5).Draw(t, "dur")), Free: capa.Sub(used, 1)}
 				h.Profile = append(h.Profile, seg)
-				h.Free = SlotSize{min(h.Free.VCPUs, seg.Free.VCPUs), min(h.Free.MemoryMB, seg.Free.MemoryMB), 0}
+				h.Free = sz(min(h.Free.VCPUs, seg.Free.VCPUs), min(h.Free.MemoryMB, seg.Free.MemoryMB), 0)
 			}
 			hosts = append(hosts, h)
 		}
-		size := SlotSize{int64(rapid.IntRange(1, 4).Draw(t, "sv")), int64(rapid.IntRange(1, 4).Draw(t, "sm")) * 1024, 0}
+		size := sz(int64(rapid.IntRange(1, 4).Draw(t, "sv")), int64(rapid.IntRange(1, 4).Draw(t, "sm"))*1024, 0)
 		var sizes []SlotSize
 		for range rapid.IntRange(0, 3).Draw(t, "nsizes") {
-			sizes = append(sizes, SlotSize{int64(rapid.IntRange(1, 8).Draw(t, "pv")), int64(rapid.IntRange(1, 8).Draw(t, "pm")) * 1024, 0})
+			sizes = append(sizes, sz(int64(rapid.IntRange(1, 8).Draw(t, "pv")), int64(rapid.IntRange(1, 8).Draw(t, "pm"))*1024, 0))
 		}
 		dec, err := ChooseSlots(hosts, SlotRequest{Size: size, Amount: 1, Sizes: sizes})
 		if err != nil {
@@ -300,4 +300,9 @@ func TestChooseSlotsKeepsFreshHostsClosed(t *testing.T) {
 			}
 		}
 	})
+}
+
+// sz is a size of VCPUs, memory and disk only.
+func sz(vcpus, memoryMB, diskGB int64) SlotSize {
+	return SlotSize{VCPUs: vcpus, MemoryMB: memoryMB, DiskGB: diskGB}
 }

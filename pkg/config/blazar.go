@@ -2,6 +2,9 @@ package config
 
 import (
 	"fmt"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -13,7 +16,7 @@ import (
 //	[physical:host] cleaning_time, before_end, randomize_host_selection
 //	                (and Leasehold's failure_domains, migration_classes,
 //	                allow_migration)
-//	[virtual:instance] Leasehold's whole_host_reserve_percent
+//	[virtual:instance] Leasehold's whole_host_reserve_percent, policy_sizes
 //	[enforcement] enabled_filters, max_lease_duration, …
 //
 // In YAML/TOML the same keys nest under manager:, "physical:host": and
@@ -87,6 +90,58 @@ type VirtualInstance struct {
 	// entirely free in its window only while more than that many are.
 	// 0 turns it off.
 	WholeHostReservePercent int `mapstructure:"whole_host_reserve_percent"`
+	// PolicySizes (Leasehold) are the instance sizes the allocator keeps
+	// room for (the policy intervals of its lost-allocations metric), as
+	// "vcpus:memory_mb:disk_gb" entries, e.g. "2:4096:20, 4:8192:40";
+	// empty: the sizes of the instance reservations in use. Normalize
+	// reads them into Sizes.
+	PolicySizes []string `mapstructure:"policy_sizes"`
+	// Sizes are PolicySizes read.
+	Sizes []PolicySize `mapstructure:"-"`
+}
+
+// PolicySize is one instance size of [virtual:instance] policy_sizes.
+type PolicySize struct{ VCPUs, MemoryMB, DiskGB int64 }
+
+// ParsePolicySize reads one "vcpus:memory_mb:disk_gb" entry (vcpus and
+// memory_mb at least 1, disk_gb at least 0).
+func ParsePolicySize(s string) (PolicySize, error) {
+	bad := fmt.Errorf("config: virtual:instance.policy_sizes entry %q: want vcpus:memory_mb:disk_gb, e.g. 2:4096:20", s)
+	parts := strings.Split(strings.TrimSpace(s), ":")
+	if len(parts) != 3 {
+		return PolicySize{}, bad
+	}
+	var n [3]int64
+	for i, p := range parts {
+		v, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+		if err != nil || v < 0 || v > math.MaxInt32 {
+			return PolicySize{}, bad
+		}
+		n[i] = v
+	}
+	if n[0] < 1 || n[1] < 1 {
+		return PolicySize{}, fmt.Errorf("config: virtual:instance.policy_sizes entry %q: vcpus and memory_mb must be at least 1", s)
+	}
+	return PolicySize{VCPUs: n[0], MemoryMB: n[1], DiskGB: n[2]}, nil
+}
+
+// ParsePolicySizes reads policy_sizes entries (each may itself be a
+// comma-separated list), dropping repeats.
+func ParsePolicySizes(entries []string) ([]PolicySize, error) {
+	var out []PolicySize
+	for _, e := range splitList(entries) {
+		if strings.TrimSpace(e) == "" {
+			continue
+		}
+		ps, err := ParsePolicySize(e)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, ps) {
+			out = append(out, ps)
+		}
+	}
+	return out, nil
 }
 
 // Enforcement is blazar.conf's [enforcement] section.
@@ -132,6 +187,7 @@ func init() {
 		"physical:host.allow_migration":                      []string{},
 		"physical:host.big_host_reserve_percent":             15, // allocator.DefaultReservePercent
 		"virtual:instance.whole_host_reserve_percent":        12, // allocator.DefaultWholeReservePercent
+		"virtual:instance.policy_sizes":                      []string{},
 		"enforcement.enabled_filters":                        []string{},
 		"enforcement.max_lease_duration":                     -1,
 		"enforcement.max_lease_duration_exempt_project_ids":  []string{},
@@ -170,6 +226,12 @@ func (b *Blazar) Normalize() error {
 	if p := b.VirtualInstance.WholeHostReservePercent; p < 0 || p > 100 {
 		return fmt.Errorf("config: virtual:instance.whole_host_reserve_percent %d: want 0..100", p)
 	}
+	b.VirtualInstance.PolicySizes = splitList(b.VirtualInstance.PolicySizes)
+	sizes, err := ParsePolicySizes(b.VirtualInstance.PolicySizes)
+	if err != nil {
+		return err
+	}
+	b.VirtualInstance.Sizes = sizes
 	for _, r := range b.PhysicalHost.AllowMigration {
 		from, to, ok := strings.Cut(r, "::")
 		if !ok || from == "" || to == "" || strings.Contains(to, "::") {

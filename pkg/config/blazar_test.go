@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -52,6 +53,7 @@ allow_migration = hv:old::hv:new
 
 [virtual:instance]
 whole_host_reserve_percent = 25
+policy_sizes = 2:4096:20, 4:8192:40,2:4096:20
 
 [enforcement]
 enabled_filters = MaxLeaseDurationFilter,ExternalServiceFilter
@@ -85,7 +87,8 @@ external_service_on_end_endpoint = http://example.test/end
 		},
 		Events: EventsManager{PollInterval: "1s", ClaimTimeout: "5m"},
 
-		VirtualInstance: VirtualInstance{WholeHostReservePercent: 25},
+		VirtualInstance: VirtualInstance{WholeHostReservePercent: 25, PolicySizes: []string{"2:4096:20", "4:8192:40", "2:4096:20"},
+			Sizes: []PolicySize{{VCPUs: 2, MemoryMB: 4096, DiskGB: 20}, {VCPUs: 4, MemoryMB: 8192, DiskGB: 40}}},
 	}
 	if diff := cmp.Diff(want, c.Blazar); diff != "" {
 		t.Errorf("blazar.conf (-want +got):\n%s", diff)
@@ -104,6 +107,8 @@ func TestBlazarNormalizeRejects(t *testing.T) {
 		{PhysicalHost: PhysicalHost{BigHostReservePercent: 101}},
 		{VirtualInstance: VirtualInstance{WholeHostReservePercent: -1}},
 		{VirtualInstance: VirtualInstance{WholeHostReservePercent: 101}},
+		{VirtualInstance: VirtualInstance{PolicySizes: []string{"2:4096"}}},
+		{VirtualInstance: VirtualInstance{PolicySizes: []string{"2:4096:20, 0:1024:0"}}},
 		{Enforcement: Enforcement{EnabledFilters: []string{"MaxReservationLengthFilter"}}},
 	} {
 		if err := b.Normalize(); err == nil {
@@ -119,6 +124,36 @@ func TestBlazarWholeHostReserveBounds(t *testing.T) {
 		b := Blazar{VirtualInstance: VirtualInstance{WholeHostReservePercent: p}}
 		if err := b.Normalize(); (err == nil) != ok {
 			t.Errorf("whole_host_reserve_percent %d: err = %v, want ok %v", p, err, ok)
+		}
+	}
+}
+
+func TestParsePolicySize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want PolicySize
+		err  string // a part of the error; "" for none
+	}{
+		{in: "2:4096:20", want: PolicySize{VCPUs: 2, MemoryMB: 4096, DiskGB: 20}},
+		{in: " 1 : 512 : 0 ", want: PolicySize{VCPUs: 1, MemoryMB: 512}},
+		{in: "2:4096", err: "want vcpus:memory_mb:disk_gb"},
+		{in: "2:4096:20:1", err: "want vcpus:memory_mb:disk_gb"},
+		{in: "2x:4096:20", err: "want vcpus:memory_mb:disk_gb"},
+		{in: "2:-1:20", err: "want vcpus:memory_mb:disk_gb"},
+		{in: "2:4096:99999999999", err: "want vcpus:memory_mb:disk_gb"},
+		{in: "0:4096:20", err: "at least 1"},
+		{in: "1:0:20", err: "at least 1"},
+		{in: "", err: "want vcpus:memory_mb:disk_gb"},
+	} {
+		got, err := ParsePolicySize(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "policy_sizes") {
+				t.Errorf("ParsePolicySize(%q) = %v, %v; want an error containing %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParsePolicySize(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 		}
 	}
 }

@@ -33,14 +33,23 @@ func EnsureClassTx(tx *gorm.DB, name string) error {
 
 // ComputeCapacity is what a compute node provider offers of VCPU,
 // MEMORY_MB and DISK_GB: int((total - reserved) * allocation_ratio) per
-// class; Has tells which classes it has inventory of.
+// class; Has tells which classes it has inventory of. The built-in
+// Placement also reads its other classes, max_units and traits.
 type ComputeCapacity struct {
 	VCPUs, MemoryMB, DiskGB int64
 	Has                     [3]bool
+	// Other is the capacity of the provider's other classes (PCPU,
+	// CUSTOM_*, …) by class name, computed the same way.
+	Other map[string]int64
+	// MaxUnit is each class's max_unit (a class missing: no limit); an
+	// instance asking for more of a class than its max_unit cannot land.
+	MaxUnit map[string]int64
+	// Traits are the provider's traits.
+	Traits map[string]bool
 }
 
 // ComputeCapacitiesTx returns the capacities of the providers with uuids
-// (those without any of the three classes are missing from the map).
+// (those without any inventory or trait are missing from the map).
 func ComputeCapacitiesTx(tx *gorm.DB, uuids []string) (map[string]ComputeCapacity, error) {
 	out := map[string]ComputeCapacity{}
 	if len(uuids) == 0 {
@@ -50,11 +59,12 @@ func ComputeCapacitiesTx(tx *gorm.DB, uuids []string) (map[string]ComputeCapacit
 		UUID            string
 		Name            string
 		Total, Reserved int64
+		MaxUnit         int64
 		AllocationRatio float64
 	}
-	err := tx.Raw(`SELECT p.uuid, c.name, i.total, i.reserved, i.allocation_ratio FROM inventories i
+	err := tx.Raw(`SELECT p.uuid, c.name, i.total, i.reserved, i.max_unit, i.allocation_ratio FROM inventories i
  JOIN resource_providers p ON p.id = i.resource_provider_id JOIN resource_classes c ON c.id = i.resource_class_id
- WHERE p.uuid IN ? AND c.name IN ('VCPU', 'MEMORY_MB', 'DISK_GB')`, uuids).Scan(&rows).Error
+ WHERE p.uuid IN ?`, uuids).Scan(&rows).Error
 	if err != nil {
 		return nil, wrap("compute capacities", err)
 	}
@@ -68,7 +78,31 @@ func ComputeCapacitiesTx(tx *gorm.DB, uuids []string) (map[string]ComputeCapacit
 			c.MemoryMB, c.Has[1] = max(inv.Capacity(), 0), true
 		case "DISK_GB":
 			c.DiskGB, c.Has[2] = max(inv.Capacity(), 0), true
+		default:
+			if c.Other == nil {
+				c.Other = map[string]int64{}
+			}
+			c.Other[r.Name] = max(inv.Capacity(), 0)
 		}
+		if c.MaxUnit == nil {
+			c.MaxUnit = map[string]int64{}
+		}
+		c.MaxUnit[r.Name] = r.MaxUnit
+		out[r.UUID] = c
+	}
+	var traits []struct{ UUID, Name string }
+	err = tx.Raw(`SELECT p.uuid, t.name FROM resource_provider_traits rpt
+ JOIN resource_providers p ON p.id = rpt.resource_provider_id JOIN traits t ON t.id = rpt.trait_id
+ WHERE p.uuid IN ?`, uuids).Scan(&traits).Error
+	if err != nil {
+		return nil, wrap("compute provider traits", err)
+	}
+	for _, r := range traits {
+		c := out[r.UUID]
+		if c.Traits == nil {
+			c.Traits = map[string]bool{}
+		}
+		c.Traits[r.Name] = true
 		out[r.UUID] = c
 	}
 	return out, nil

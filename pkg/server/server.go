@@ -222,6 +222,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		External:   extPlacement,
 
 		WholeReservePercent: bc.VirtualInstance.WholeHostReservePercent,
+		Sizes:               policySizes(bc.VirtualInstance.Sizes),
 	})
 	types := []plugins.Plugin{
 		hostplugin.New(s.Hosts, d.DB, hostplugin.Config{
@@ -559,3 +560,13 @@ func (s *Server) PlacementHandler() http.Handler { return s.placement }
 
 // DB returns the open database.
 func (s *Server) DB() *db.DB { return s.db }
+
+// policySizes are [virtual:instance] policy_sizes as the allocator's
+// sizes (nil when none are configured: the sizes in use count).
+func policySizes(in []config.PolicySize) []allocator.SlotSize {
+	var out []allocator.SlotSize
+	for _, s := range in {
+		out = append(out, allocator.SlotSize{VCPUs: s.VCPUs, MemoryMB: s.MemoryMB, DiskGB: s.DiskGB})
+	}
+	return out
+}

@@ -27,10 +27,33 @@ type booking struct {
 	VCPUs    int64     `gorm:"column:vcpus"`
 	MemoryMB int64     `gorm:"column:memory_mb"`
 	DiskGB   int64     `gorm:"column:disk_gb"`
+	// Source is the flavor a flavor:instance reservation copies (its
+	// extra specs may change the classes it uses).
+	Source string `gorm:"column:source_flavor"`
+	// amt is the booking's size per slot on the choice's dimensions.
+	amt allocator.SlotSize `gorm:"-"`
 }
 
-func (b *booking) size() allocator.SlotSize {
-	return allocator.SlotSize{VCPUs: b.VCPUs, MemoryMB: b.MemoryMB, DiskGB: b.DiskGB}
+func (b *booking) size() allocator.SlotSize { return b.amt }
+
+// project sets the bookings' sizes on the dimensions m (a flavor's
+// demand read once per distinct flavor).
+func project(bs []booking, m dims) {
+	bySource := map[string]allocator.SlotSize{}
+	for i := range bs {
+		b := &bs[i]
+		if b.Source == "" {
+			b.amt = allocator.SlotSize{VCPUs: b.VCPUs, MemoryMB: b.MemoryMB, DiskGB: b.DiskGB}
+			continue
+		}
+		amt, ok := bySource[b.Source]
+		if !ok {
+			d := storedDemand(allocator.SlotSize{VCPUs: b.VCPUs, MemoryMB: b.MemoryMB, DiskGB: b.DiskGB}, b.Source)
+			amt = m.size(&d)
+			bySource[b.Source] = amt
+		}
+		b.amt = amt
+	}
 }
 
 // inClause appends " AND col IN (?,…)" for ids to q and args.
@@ -57,7 +80,7 @@ func inClause(q string, args []any, col string, ids []string) (string, []any) {
 // loadBookings reads, for hostIDs (every host when nil), the instance
 // slots overlapping [lo, hi) other than reservation exclude's, and the
 // hosts with a whole-host booking overlapping it.
-func loadBookings(ctx context.Context, tx *plugins.Tx, lo, hi time.Time, hostIDs []string, exclude string) ([]booking, map[string]bool, error) {
+func loadBookings(ctx context.Context, tx *plugins.Tx, lo, hi time.Time, hostIDs []string, exclude string, m dims) ([]booking, map[string]bool, error) {
 	if hostIDs != nil && len(hostIDs) == 0 {
 		return nil, map[string]bool{}, nil
 	}
@@ -67,7 +90,7 @@ func loadBookings(ctx context.Context, tx *plugins.Tx, lo, hi time.Time, hostIDs
 	if err := tx.WithContext(ctx).Raw("SELECT COALESCE(MAX(span_s), 0) FROM instance_allocations").Scan(&longest).Error; err != nil {
 		return nil, nil, fmt.Errorf("longest instance booking: %w", err)
 	}
-	q := `SELECT a.compute_host_id, a.reservation_id, a.start_date, a.end_date, a.slots, r.vcpus, r.memory_mb, r.disk_gb
+	q := `SELECT a.compute_host_id, a.reservation_id, a.start_date, a.end_date, a.slots, r.vcpus, r.memory_mb, r.disk_gb, r.source_flavor
  FROM instance_allocations a JOIN instance_reservations r ON r.reservation_id = a.reservation_id
  WHERE a.start_date < ? AND a.start_date >= ? AND a.end_date > ? AND a.reservation_id <> ?`
 	q, args := inClause(q, []any{hi, lo.Add(-time.Duration(longest) * time.Second), lo, exclude}, "a.compute_host_id", hostIDs)
@@ -75,6 +98,7 @@ func loadBookings(ctx context.Context, tx *plugins.Tx, lo, hi time.Time, hostIDs
 	if err := tx.WithContext(ctx).Raw(q, args...).Scan(&bs).Error; err != nil {
 		return nil, nil, fmt.Errorf("instance bookings: %w", err)
 	}
+	project(bs, m)
 	// Whole-host bookings are the allocations of physical:host
 	// reservations (there are few of those: drive the join from them;
 	// CROSS JOIN keeps SQLite to that order).
@@ -132,7 +156,7 @@ func usage(bs []*booking, lo, hi time.Time, capa allocator.SlotSize) (allocator.
 			at = e.t
 		}
 		cur = cur.Sub(e.b.size(), -e.sign*e.b.Slots)
-		top.VCPUs, top.MemoryMB, top.DiskGB = max(top.VCPUs, cur.VCPUs), max(top.MemoryMB, cur.MemoryMB), max(top.DiskGB, cur.DiskGB)
+		top = top.Max(cur)
 	}
 	if hi.After(at) {
 		segs = append(segs, allocator.SlotSegment{Dur: int64(hi.Sub(at) / time.Second), Free: capa.Sub(cur, 1)})
@@ -140,19 +164,36 @@ func usage(bs []*booking, lo, hi time.Time, capa allocator.SlotSize) (allocator.
 	return top, segs
 }
 
-// capacityOf is a host's usable capacity: its compute node provider's
-// inventory, or the host's own numbers for classes it has none of.
-func capacityOf(h *hosts.Host, caps map[string]placement.ComputeCapacity) allocator.SlotSize {
+// capacityOf is a host's usable capacity on w's dimensions: its compute
+// node provider's inventory, or the host's own numbers for VCPU,
+// MEMORY_MB and DISK_GB when it has none of them (PCPU and custom
+// classes count only as inventory). A class of which one instance asks
+// for more than the inventory's max_unit has no room at all (Placement
+// would refuse the allocation).
+func capacityOf(h *hosts.Host, caps map[string]placement.ComputeCapacity, w *want) allocator.SlotSize {
 	out := allocator.SlotSize{VCPUs: h.VCPUs, MemoryMB: h.MemoryMB, DiskGB: h.LocalGB}
-	if c, ok := caps[h.ComputeProviderUUID]; ok {
-		if c.Has[0] {
-			out.VCPUs = c.VCPUs
-		}
-		if c.Has[1] {
-			out.MemoryMB = c.MemoryMB
-		}
-		if c.Has[2] {
-			out.DiskGB = c.DiskGB
+	c, ok := caps[h.ComputeProviderUUID]
+	if !ok {
+		return out
+	}
+	if c.Has[0] {
+		out.VCPUs = c.VCPUs
+	}
+	if c.Has[1] {
+		out.MemoryMB = c.MemoryMB
+	}
+	if c.Has[2] {
+		out.DiskGB = c.DiskGB
+	}
+	out.PCPUs = c.Other["PCPU"]
+	for i, class := range w.m.custom {
+		out.Custom[i] = c.Other[class]
+	}
+	if c.MaxUnit != nil {
+		for _, a := range w.units {
+			if mu, ok := c.MaxUnit[a.class]; ok && a.n > mu {
+				return allocator.SlotSize{}
+			}
 		}
 	}
 	return out
@@ -187,6 +228,9 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 	if err != nil {
 		return allocator.SlotDecision{}, err
 	}
+	if err := p.checkExternal(&ps); err != nil {
+		return allocator.SlotDecision{}, err
+	}
 	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
 	excluded := map[string]bool{}
 	for attempt := 0; ; attempt++ {
@@ -201,6 +245,13 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 			}
 			if errors.Is(err, allocator.ErrInvalidRequest) {
 				return dec, plugins.BadRequest("%s", err.Error())
+			}
+			var ue *unservedError
+			if errors.As(err, &ue) {
+				if !tx.Fresh {
+					return dec, fmt.Errorf("%w: %w", plugins.ErrStale, err)
+				}
+				return dec, plugins.BadRequest("%s", ue.Error())
 			}
 			return dec, err
 		}
@@ -225,19 +276,27 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 
 // chooseOnce reads the use of the matching hosts and runs the allocator.
 func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, lo, hi time.Time, resID string, held map[string]int, excluded map[string]bool) (allocator.SlotDecision, map[string]allocator.SlotSize, error) {
+	w := wantOf(&ps)
+	caps, err := p.caps.get(ctx, tx, all, tx.Fresh, p.computeCapacities)
+	if err != nil {
+		return allocator.SlotDecision{}, nil, err
+	}
 	var matching []*hosts.Host
 	seen := map[string]bool{}
 	nExcluded := 0 // excluded hosts still match: the reserve counts them
 	for i := range all {
 		h := &all[i]
 		if excluded[h.ID] {
-			if ok, _ := ps.query.Match(h.Lookup); ok {
+			if ok, _ := ps.query.Match(h.Lookup); ok && w.d.hostOK(caps[h.ComputeProviderUUID].Traits) {
 				nExcluded++
 			}
 			continue
 		}
 		if held[h.ID] == 0 {
 			if ok, _ := ps.query.Match(h.Lookup); !ok {
+				continue
+			}
+			if !w.d.hostOK(caps[h.ComputeProviderUUID].Traits) {
 				continue
 			}
 		}
@@ -266,11 +325,7 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 	if len(ids) > 200 {
 		scan = nil
 	}
-	bs, busy, err := loadBookings(ctx, tx, lo, hi, scan, resID)
-	if err != nil {
-		return allocator.SlotDecision{}, nil, err
-	}
-	caps, err := p.caps.get(ctx, tx, all, tx.Fresh, p.computeCapacities)
+	bs, busy, err := loadBookings(ctx, tx, lo, hi, scan, resID, w.m)
 	if err != nil {
 		return allocator.SlotDecision{}, nil, err
 	}
@@ -283,13 +338,22 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 			sizes = append(sizes, b.size())
 		}
 	}
+	var offered allocator.SlotSize // what the matching hosts have at all, per dimension
+	capas := make([]allocator.SlotSize, len(matching))
+	for i, h := range matching {
+		capas[i] = capacityOf(h, caps, w)
+		offered = offered.Max(capas[i])
+	}
+	if err := w.served(offered, len(matching)); err != nil {
+		return allocator.SlotDecision{}, nil, err
+	}
 	slotHosts := make([]allocator.SlotHost, 0, len(matching)+len(closed))
 	tops := make(map[string]allocator.SlotSize, len(matching))
-	for _, h := range matching {
+	for i, h := range matching {
 		if busy[h.ID] && held[h.ID] == 0 {
 			continue
 		}
-		capa := capacityOf(h, caps)
+		capa := capas[i]
 		top, segs := usage(byHost[h.ID], lo, hi, capa)
 		tops[h.ID] = top
 		sh := allocator.SlotHost{ID: h.ID, Domain: p.domainOf(h), Capacity: capa,
@@ -311,20 +375,21 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 		}
 		for i := range closed {
 			h := &closed[i]
-			capa := capacityOf(h, ccaps)
+			capa := capacityOf(h, ccaps, w)
 			top, _ := usage(byHost[h.ID], lo, hi, capa)
 			free := capa.Sub(top, 1)
 			if busy[h.ID] {
 				free = allocator.SlotSize{}
 			}
 			// At most the held slots: nothing new on a closed host.
-			room := allocator.SlotSize{}.Sub(ps.size, -int64(held[h.ID]))
-			free = allocator.SlotSize{VCPUs: min(free.VCPUs, room.VCPUs), MemoryMB: min(free.MemoryMB, room.MemoryMB), DiskGB: min(free.DiskGB, room.DiskGB)}
+			room := allocator.SlotSize{}.Sub(w.size, -int64(held[h.ID]))
+			free = free.Min(room)
 			slotHosts = append(slotHosts, allocator.SlotHost{ID: h.ID, Free: free, Capacity: capa, Held: held[h.ID]})
 		}
 	}
-	dec, err := allocator.ChooseSlots(slotHosts, allocator.SlotRequest{Size: ps.size, Amount: ps.amount, Affinity: ps.affinity, Sizes: sizes,
-		WholeReservePercent: p.cfg.WholeReservePercent, MatchingHosts: len(matching) + nExcluded})
+	req := w.request(&ps)
+	req.Sizes, req.WholeReservePercent, req.MatchingHosts = sizes, p.cfg.WholeReservePercent, len(matching)+nExcluded
+	dec, err := allocator.ChooseSlots(slotHosts, req)
 	return dec, tops, err
 }
 
@@ -381,6 +446,7 @@ func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, all []hosts.H
 			return nil, err
 		}
 	}
+	w := wantOf(&ps)
 	var lost []string
 	var fresh []string // hosts getting new slots
 	for _, id := range ids {
@@ -440,7 +506,7 @@ func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, all []hosts.H
 		// (the locks now keep new ones out). SQLite: the transaction is
 		// the only writer and what it read holds, but hosts outside the
 		// reservable list had no peak computed.
-		bs, b, err := loadBookings(ctx, tx, lo, hi, ids, resID)
+		bs, b, err := loadBookings(ctx, tx, lo, hi, ids, resID, w.m)
 		if err != nil {
 			return nil, err
 		}
@@ -452,7 +518,7 @@ func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, all []hosts.H
 		tops = map[string]allocator.SlotSize{}
 		for _, id := range ids {
 			if h := byID[id]; h != nil {
-				tops[id], _ = usage(byHost[id], lo, hi, capacityOf(h, caps))
+				tops[id], _ = usage(byHost[id], lo, hi, capacityOf(h, caps, w))
 			}
 		}
 	}
@@ -462,7 +528,13 @@ func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, all []hosts.H
 			lost = append(lost, id)
 			continue
 		}
-		if capacityOf(h, caps).Sub(tops[id], 1).Fits(ps.size) < dec.Slots[id] {
+		if capacityOf(h, caps, w).Sub(tops[id], 1).Fits(w.size) < dec.Slots[id] {
+			lost = append(lost, id)
+			continue
+		}
+		// Traits read again: a host getting new slots must still have
+		// those the flavor requires (and none it forbids).
+		if dec.Slots[id] > held[id] && !w.d.hostOK(caps[h.ComputeProviderUUID].Traits) {
 			lost = append(lost, id)
 		}
 	}

@@ -48,6 +48,9 @@ func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfte
 	if err != nil {
 		return time.Time{}, false, err
 	}
+	if err := p.checkExternal(&ps); err != nil {
+		return time.Time{}, false, err
+	}
 	tx, err := p.readTx(ctx, after)
 	if err != nil {
 		return time.Time{}, false, err
@@ -56,6 +59,14 @@ func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfte
 	if err != nil {
 		return time.Time{}, false, err
 	}
+	if p.cfg.External != nil {
+		p.refreshExternal(ctx, all, false) // no transaction is open here
+	}
+	caps, err := p.caps.get(ctx, tx, all, false, p.computeCapacities)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	w := wantOf(&ps)
 	out := map[string]bool{}
 	for _, id := range taken {
 		out[id] = true
@@ -65,7 +76,7 @@ func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfte
 	nMatch := 0 // taken hosts included, as the create counts them for the reserve
 	for i := range all {
 		h := &all[i]
-		if ok, _ := ps.query.Match(h.Lookup); ok {
+		if ok, _ := ps.query.Match(h.Lookup); ok && w.d.hostOK(caps[h.ComputeProviderUUID].Traits) {
 			nMatch++
 			if !out[h.ID] {
 				matching = append(matching, h)
@@ -79,13 +90,6 @@ func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfte
 	scan := ids
 	if len(ids) > 200 {
 		scan = nil // one range scan beats a long IN list
-	}
-	if p.cfg.External != nil {
-		p.refreshExternal(ctx, all, false) // no transaction is open here
-	}
-	caps, err := p.caps.get(ctx, tx, all, false, p.computeCapacities)
-	if err != nil {
-		return time.Time{}, false, err
 	}
 	lo, hi := after.Add(-p.cfg.Cleaning), noEnd
 	if !notAfter.IsZero() {
@@ -107,7 +111,8 @@ func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfte
 // overlapping [lo, hi) and runs allocator.EarliestSlots over them;
 // nMatch hosts match in all (the whole-host reserve's base).
 func (p *Plugin) sweep(ctx context.Context, tx *plugins.Tx, matching []*hosts.Host, nMatch int, scan []string, caps map[string]placement.ComputeCapacity, ps params, lo, hi, after, notAfter time.Time, d time.Duration) (time.Time, bool, error) {
-	bs, _, err := loadBookings(ctx, tx, lo, hi, scan, "")
+	w := wantOf(&ps)
+	bs, _, err := loadBookings(ctx, tx, lo, hi, scan, "", w.m)
 	if err != nil {
 		return time.Time{}, false, err
 	}
@@ -124,10 +129,11 @@ func (p *Plugin) sweep(ctx context.Context, tx *plugins.Tx, matching []*hosts.Ho
 	}
 	tls := make([]allocator.SlotTimeline, len(matching))
 	for i, h := range matching {
-		tls[i] = allocator.SlotTimeline{ID: h.ID, Capacity: capacityOf(h, caps), Bookings: byHost[h.ID]}
+		tls[i] = allocator.SlotTimeline{ID: h.ID, Capacity: capacityOf(h, caps, w), Bookings: byHost[h.ID]}
 	}
-	t, found, err := allocator.EarliestSlots(tls, allocator.SlotRequest{Size: ps.size, Amount: ps.amount, Affinity: ps.affinity,
-		WholeReservePercent: p.cfg.WholeReservePercent, MatchingHosts: nMatch},
+	req := w.request(&ps)
+	req.WholeReservePercent, req.MatchingHosts = p.cfg.WholeReservePercent, nMatch
+	t, found, err := allocator.EarliestSlots(tls, req,
 		allocator.SlotWindow{After: after, NotAfter: notAfter, Duration: d, Cleaning: p.cfg.Cleaning})
 	if errors.Is(err, allocator.ErrInvalidRequest) {
 		return time.Time{}, false, plugins.BadRequest("%s", err.Error())
@@ -141,6 +147,9 @@ func (p *Plugin) sweep(ctx context.Context, tx *plugins.Tx, matching []*hosts.Ho
 func (p *Plugin) ChooseAt(ctx context.Context, r plugins.Request, start, end time.Time, taken []string) ([]string, error) {
 	ps, err := searchParams(r)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.checkExternal(&ps); err != nil {
 		return nil, err
 	}
 	tx, err := p.readTx(ctx, start)
@@ -161,7 +170,8 @@ func (p *Plugin) ChooseAt(ctx context.Context, r plugins.Request, start, end tim
 		if errors.As(err, &ne) {
 			return nil, plugins.NotEnough("%s", ne.Error())
 		}
-		if errors.Is(err, allocator.ErrInvalidRequest) {
+		var ue *unservedError
+		if errors.Is(err, allocator.ErrInvalidRequest) || errors.As(err, &ue) {
 			return nil, plugins.BadRequest("%s", err.Error())
 		}
 		return nil, err

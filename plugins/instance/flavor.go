@@ -29,7 +29,12 @@ type FlavorLookup interface {
 // FlavorPlugin is the flavor:instance plugin: a virtual:instance
 // reservation whose size is an existing flavor's (vcpus, ram, and disk
 // plus ephemeral disk), with resource_properties showing the flavor's
-// JSON as upstream does. It lifts two of upstream's restrictions, both
+// JSON as upstream does. The private flavor copies the source flavor's
+// extra specs, so the slots count what Nova will ask Placement for with
+// them (PCPU for hw:cpu_policy=dedicated, resources:<CLASS>) and go only
+// to hosts whose compute node provider has the trait:<NAME> the flavor
+// requires and none it forbids; specs that cannot be counted are
+// refused (specs.go). It lifts two of upstream's restrictions, both
 // safe because the slots are the instance plugin's: affinity may be true
 // or false (upstream: 409 NotImplemented), and amount may be updated
 // with the instance rules (upstream refuses any update). Its size cannot
@@ -76,10 +81,15 @@ func (f *FlavorPlugin) Parse(v plugins.Values, lease plugins.Lease) (plugins.Req
 	}
 	vals := plugins.Values{"amount": v["amount"], "affinity": v["affinity"], "resource_properties": "",
 		"vcpus": int(fl.VCPUs), "memory_mb": int(fl.RAM), "disk_gb": int(fl.Disk + fl.Ephemeral)}
+	d, err := flavorDemand(fl)
+	if err != nil {
+		return nil, err
+	}
 	ps, _, err := parseParams(vals, nil)
 	if err != nil {
 		return nil, err
 	}
+	ps.flavor = &d
 	return &request{params: ps, source: string(dump)}, nil
 }
 

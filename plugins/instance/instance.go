@@ -9,7 +9,9 @@
 // A host's capacity is its compute node provider's inventory of VCPU,
 // MEMORY_MB and DISK_GB, int((total − reserved) × allocation_ratio) (the
 // host's own vcpus, memory_mb and local_gb when the provider has no such
-// inventory). A host with a whole-host reservation overlapping the window
+// inventory), and of PCPU and the custom classes a flavor:instance
+// reservation's extra specs ask for (specs.go: what Nova's scheduler
+// would request; its traits filter the hosts). A host with a whole-host reservation overlapping the window
 // (cleaning time included) is out; from the others' capacity the peak, per
 // resource, of the instance slots of other reservations overlapping the
 // window is taken away (a per-resource peak: never less than the true
@@ -72,12 +74,12 @@
 // the Nova server group "reservation:<id>" (policy affinity or
 // anti-affinity; ServerGroupDriver), made through the outbox once (a
 // second run finds it by name) and shown as server_group_id when made;
-// a pending change of affinity replaces it, and the end deletes it. The
-// group belongs to the service user's project: upstream makes it with
-// the user's token, which an outbox action run later does not have, so
-// the lease's project cannot name it as a boot hint (Nova finds no such
-// group); the slots alone keep the servers together or apart. A null
-// affinity, and
+// a pending change of affinity replaces it, and the end deletes it. It
+// is made logged in with the lease's Keystone trust
+// (TrustServerGroupDriver), so it belongs to the lease's project, as
+// upstream makes it with the owner's identity, and the project's members
+// boot into it with the group hint; a lease without a trust (noauth)
+// gets it in the service user's project. A null affinity, and
 // standalone mode, have no group: server_group_id is null. aggregate_id
 // stays null: no aggregate is made for instance reservations (seed
 // blazar-placement-instance-reservation: the flavor's
@@ -213,6 +215,9 @@ type params struct {
 	affinity           *bool
 	resourceProperties string
 	query              *hostquery.Query
+	// flavor is the demand of a flavor:instance reservation (nil: the
+	// size alone, as for virtual:instance).
+	flavor *demand
 }
 
 // request is a new reservation's parsed request; resID is set by Reserve
@@ -427,8 +432,13 @@ func (row) TableName() string { return "instance_reservations" }
 
 func (r *row) params() params {
 	q, _ := hostquery.Parse(r.ResourceProperties)
-	return params{amount: r.Amount, size: allocator.SlotSize{VCPUs: r.VCPUs, MemoryMB: r.MemoryMB, DiskGB: r.DiskGB},
+	ps := params{amount: r.Amount, size: allocator.SlotSize{VCPUs: r.VCPUs, MemoryMB: r.MemoryMB, DiskGB: r.DiskGB},
 		affinity: r.Affinity, resourceProperties: r.ResourceProperties, query: q}
+	if r.SourceFlavor != "" {
+		d := storedDemand(ps.size, r.SourceFlavor)
+		ps.flavor = &d
+	}
+	return ps
 }
 
 // Describe implements plugins.Plugin.

@@ -51,11 +51,27 @@ func newEnv(t testing.TB, d *db.DB, nHosts int, host func(i int) map[string]any)
 type flavors struct{}
 
 func (flavors) GetFlavor(_ context.Context, id, _ string) (instance.Flavor, error) {
-	if id != "f1" {
-		return instance.Flavor{}, errs.NotFoundf("Flavor %s could not be found.", id)
+	if id == "f1" {
+		return instance.Flavor{ID: "f1", Name: "m1.small", VCPUs: 2, RAM: 4096, Disk: 10, Ephemeral: 5,
+			ExtraSpecs: map[string]string{"hw:cpu_policy": "shared"}}, nil
 	}
-	return instance.Flavor{ID: "f1", Name: "m1.small", VCPUs: 2, RAM: 4096, Disk: 10, Ephemeral: 5,
-		ExtraSpecs: map[string]string{"hw:cpu_policy": "shared"}}, nil
+	if specs, ok := specFlavors[id]; ok {
+		return instance.Flavor{ID: id, Name: id, VCPUs: 2, RAM: 1024, Disk: 10, ExtraSpecs: specs}, nil
+	}
+	return instance.Flavor{}, errs.NotFoundf("Flavor %s could not be found.", id)
+}
+
+// specFlavors are flavors of 2 vCPUs, 1 GiB and 10 GB with extra specs
+// (flavor_spec_test.go).
+var specFlavors = map[string]map[string]string{
+	"pinned":    {"hw:cpu_policy": "dedicated"},
+	"gpu":       {"resources:CUSTOM_GPU": "1"},
+	"fpga":      {"resources:CUSTOM_FPGA": "1"},
+	"avx":       {"trait:CUSTOM_AVX": "required"},
+	"no-avx":    {"trait:CUSTOM_AVX": "forbidden"},
+	"numa":      {"hw:numa_nodes": "2"},
+	"granular":  {"resources1:CUSTOM_GPU": "1"},
+	"bigcustom": {"resources:CUSTOM_GPU": "3"},
 }
 
 func newEnvWith(t testing.TB, d *db.DB, nHosts int, host func(i int) map[string]any, cfg instance.Config) *env {
