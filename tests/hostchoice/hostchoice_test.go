@@ -28,7 +28,7 @@ import (
 
 // api is a running server and its client.
 type api struct {
-	t   *testing.T
+	t   testing.TB
 	url string
 	c   *http.Client
 }
@@ -36,13 +36,13 @@ type api struct {
 // start serves Leasehold in-process with [physical:host]
 // failure_domains = rack, migration_classes = hv and allow_migration
 // allow.
-func start(t *testing.T, allow ...string) *api {
+func start(t testing.TB, allow ...string) *api {
 	t.Helper()
 	return startWith(t, func(cfg *config.Config) { cfg.Blazar.PhysicalHost.AllowMigration = allow })
 }
 
 // startWith is start with the configuration edited by edit.
-func startWith(t *testing.T, edit func(*config.Config)) *api {
+func startWith(t testing.TB, edit func(*config.Config)) *api {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	config.Flags(fs)
