@@ -183,4 +183,9 @@ type Server struct {
 	// Status is the compute service's (Nova: ACTIVE, SHUTOFF, …); only
 	// an ACTIVE or PAUSED server can be live-migrated.
 	Status string
+
+	// Tags are the server's tags (Nova's server tags): those the cluster
+	// tags name exclusion tags keep two servers sharing one off a host
+	// when the scavenger hunt plans its moves.
+	Tags []string
 }

@@ -214,7 +214,7 @@ func (p *Plugin) scavengeInputCompute(ctx context.Context, lease plugins.Lease, 
 			switch {
 			case s.ProjectID == lease.ProjectID:
 			case liveMigratable(s.Status):
-				sh.Instances = append(sh.Instances, allocator.ScavengeInstance{ID: s.ID, Usage: use})
+				sh.Instances = append(sh.Instances, allocator.ScavengeInstance{ID: s.ID, Usage: use, Tags: s.Tags})
 			case sh.Pinned == "":
 				sh.Pinned = fmt.Sprintf("server %s of another project is %s and cannot be live-migrated", s.ID, s.Status)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/compute"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
@@ -150,6 +151,33 @@ func TestNovaBusyNowAndPlan(t *testing.T) {
 		_, err := p.PrepareClearing(ctx, lease, twoHosts(t, p, lease), true, nil)
 		if !errs.Is(err, errs.NotEnoughResources) || !strings.Contains(err.Error(), "server s-other of another project is SHUTOFF and cannot be live-migrated") {
 			t.Errorf("PrepareClearing with a stopped server on the host to clear: %v, want a refusal naming it", err)
+		}
+	})
+	t.Run("exclusion tags", func(t *testing.T) {
+		// c3 runs a server of a third project tagged svc:db; with svc:
+		// naming exclusion tags, s-other goes there only when it does
+		// not carry svc:db too (Nova's server tags, as listed).
+		for _, tc := range []struct {
+			tags []string
+			want string
+		}{
+			{[]string{"svc:web", "team-a"}, "moved"},
+			{[]string{"svc:db"}, "instance s-other has nowhere to go"},
+		} {
+			p, nova, lease := novaPlugin(t, compute.HostDetails{ServiceName: "c3", VCPUs: 8, MemoryMB: 16384, LocalGB: 100})
+			p.cfg.Rules = &allocator.TagRules{ExclusionPrefixes: []string{"svc:"}}
+			nova.servers["c1"][0].Tags = tc.tags
+			nova.servers["c3"] = []compute.Server{{ID: "s-third", ProjectID: "third", Status: "ACTIVE", FlavorVCPUs: 1, FlavorRAM: 1024, FlavorDisk: 10, Tags: []string{"svc:db"}}}
+			c, err := p.PrepareClearing(ctx, lease, twoHosts(t, p, lease), true, nil)
+			got := "moved"
+			if err != nil {
+				got = err.Error()
+			} else if moves := c.(*choice).moves; len(moves) != 1 || moves[0].To != "c3" {
+				got = fmt.Sprint(moves)
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("s-other tagged %v: %s, want %s", tc.tags, got, tc.want)
+			}
 		}
 	})
 	t.Run("nowhere to go", func(t *testing.T) {

@@ -28,7 +28,7 @@ import (
 
 // api is a running server and its client.
 type api struct {
-	t   *testing.T
+	t   testing.TB
 	url string
 	c   *http.Client
 }
@@ -36,13 +36,13 @@ type api struct {
 // start serves Leasehold in-process with [physical:host]
 // failure_domains = rack, migration_classes = hv and allow_migration
 // allow.
-func start(t *testing.T, allow ...string) *api {
+func start(t testing.TB, allow ...string) *api {
 	t.Helper()
 	return startWith(t, func(cfg *config.Config) { cfg.Blazar.PhysicalHost.AllowMigration = allow })
 }
 
 // startWith is start with the configuration edited by edit.
-func startWith(t *testing.T, edit func(*config.Config)) *api {
+func startWith(t testing.TB, edit func(*config.Config)) *api {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	config.Flags(fs)
@@ -154,24 +154,43 @@ func future(hours int) time.Time {
 	return time.Now().UTC().Truncate(time.Hour).Add(time.Duration(48+hours) * time.Hour)
 }
 
-// TestSpreadOverRacks: issue 14's operator report. Three hosts on rack
-// a, one on rack b (the capability "rack", configured as a failure
-// domain): a min=max=2 lease gets one host of each rack.
+// TestSpreadOverRacks: a min=max=N reservation spans N failure domains
+// (the capability "rack", configured as one) when N have a free host,
+// though the lowest ids are on one rack. Issue 14's operator report: three
+// hosts on rack a, one on rack b, N=2. And N=3 over racks a, b and c,
+// with a host of rack b already busy in the window.
 func TestSpreadOverRacks(t *testing.T) {
-	a := start(t)
-	rackOf := map[string]string{}
-	for i, rack := range []string{"a", "a", "a", "b"} {
-		id := a.addHost(fmt.Sprintf("compute-%d", i+1), map[string]any{"rack": rack})
-		rackOf[id] = rack
-	}
-	l := a.hostLease("spread", future(0), future(4), 2, 2, "")
-	got := a.hostsOf(l["id"].(string))
-	racks := map[string]bool{}
-	for _, id := range got {
-		racks[rackOf[id]] = true
-	}
-	if len(got) != 2 || len(racks) != 2 {
-		t.Fatalf("lease hosts %v on racks %v, want one on each of a and b", got, racks)
+	for _, tc := range []struct {
+		racks []string
+		busy  int // one-host leases on rack b booked first
+		n     int
+	}{
+		{racks: []string{"a", "a", "a", "b"}, n: 2},
+		{racks: []string{"a", "a", "a", "b", "b", "c", "c"}, busy: 1, n: 3},
+	} {
+		t.Run(fmt.Sprint(tc.racks, tc.n), func(t *testing.T) {
+			a := start(t)
+			rackOf := map[string]string{}
+			for i, rack := range tc.racks {
+				id := a.addHost(fmt.Sprintf("compute-%d", i+1), map[string]any{"rack": rack})
+				rackOf[id] = rack
+			}
+			for i := 0; i < tc.busy; i++ {
+				b := a.hostLease(fmt.Sprintf("busy-%d", i), future(0), future(4), 1, 1, `["==", "$rack", "b"]`)
+				if got := a.hostsOf(b["id"].(string)); len(got) != 1 || rackOf[got[0]] != "b" {
+					t.Fatalf("busy lease hosts %v, want one on rack b", got)
+				}
+			}
+			l := a.hostLease("spread", future(0), future(4), tc.n, tc.n, "")
+			got := a.hostsOf(l["id"].(string))
+			racks := map[string]bool{}
+			for _, id := range got {
+				racks[rackOf[id]] = true
+			}
+			if len(got) != tc.n || len(racks) != tc.n {
+				t.Fatalf("lease hosts %v on racks %v, want %d hosts on %d racks", got, racks, tc.n, tc.n)
+			}
+		})
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/leasehold/leasehold/pkg/compute"
 	"github.com/leasehold/leasehold/pkg/compute/nova"
 	"github.com/leasehold/leasehold/pkg/config"
@@ -148,7 +150,7 @@ func TestLiveMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j := slices.IndexFunc(byHost[to], func(s compute.Server) bool { return s.ID == id }); j < 0 || byHost[to][j] != ss[i] {
+	if j := slices.IndexFunc(byHost[to], func(s compute.Server) bool { return s.ID == id }); j < 0 || !cmp.Equal(byHost[to][j], ss[i]) {
 		t.Errorf("ServersByHost()[%s] = %+v, want %+v among them", to, byHost[to], ss[i])
 	}
 	if slices.ContainsFunc(byHost[from], func(s compute.Server) bool { return s.ID == id }) {

@@ -86,8 +86,7 @@ func (d *Driver) ServersOnHostDetail(ctx context.Context, hostname string) ([]co
 	}
 	out := make([]compute.Server, len(all))
 	for i, s := range all {
-		out[i] = compute.Server{ID: s.ID, ProjectID: s.TenantID, Status: s.Status,
-			FlavorVCPUs: number(s.Flavor["vcpus"]), FlavorRAM: number(s.Flavor["ram"]), FlavorDisk: number(s.Flavor["disk"])}
+		out[i] = serverOf(&s)
 	}
 	return out, nil
 }
@@ -110,10 +109,21 @@ func (d *Driver) ServersByHost(ctx context.Context) (map[string][]compute.Server
 		if s.Host == "" {
 			continue
 		}
-		out[s.Host] = append(out[s.Host], compute.Server{ID: s.ID, ProjectID: s.TenantID, Status: s.Status,
-			FlavorVCPUs: number(s.Flavor["vcpus"]), FlavorRAM: number(s.Flavor["ram"]), FlavorDisk: number(s.Flavor["disk"])})
+		out[s.Host] = append(out[s.Host], serverOf(&s))
 	}
 	return out, nil
+}
+
+// serverOf is a listed server as the compute driver reports it: the
+// flavor sizes (embedded since microversion 2.47) and the tags (in the
+// server body since 2.26).
+func serverOf(s *servers.Server) compute.Server {
+	out := compute.Server{ID: s.ID, ProjectID: s.TenantID, Status: s.Status,
+		FlavorVCPUs: number(s.Flavor["vcpus"]), FlavorRAM: number(s.Flavor["ram"]), FlavorDisk: number(s.Flavor["disk"])}
+	if s.Tags != nil {
+		out.Tags = *s.Tags
+	}
+	return out
 }
 
 // serverPage is the page size of the every-server listing: Nova's

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/gophercloud/gophercloud/v2"
 
+	"github.com/leasehold/leasehold/pkg/compute"
 	"github.com/leasehold/leasehold/pkg/errs"
 )
 
@@ -80,5 +82,47 @@ func TestLiveMigrateOutcomes(t *testing.T) {
 				t.Errorf("live-migrate requests %v, want %d to c2 with block_migration auto", m.migrated, tc.migrated)
 			}
 		})
+	}
+}
+
+// TestServersOnHostTags: both server listings report each server's
+// owner, status, flavor size and tags (none when Nova gives none).
+func TestServersOnHostTags(t *testing.T) {
+	var queries []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != "GET" || r.URL.Path != "/servers/detail" {
+			writeJSON(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404}})
+			return
+		}
+		queries = append(queries, r.URL.RawQuery)
+		flavor := map[string]any{"vcpus": 2, "ram": 4096, "disk": 20}
+		writeJSON(w, 200, map[string]any{"servers": []map[string]any{
+			{"id": "s1", "tenant_id": "p1", "status": "ACTIVE", "OS-EXT-SRV-ATTR:host": "c1", "flavor": flavor, "tags": []string{"svc:db", "team-a"}},
+			{"id": "s2", "tenant_id": "p2", "status": "SHUTOFF", "OS-EXT-SRV-ATTR:host": "c1", "flavor": flavor, "tags": []string{}},
+		}})
+	}))
+	t.Cleanup(srv.Close)
+	d := New(&gophercloud.ServiceClient{ProviderClient: &gophercloud.ProviderClient{HTTPClient: *srv.Client()}, Endpoint: srv.URL + "/"},
+		Config{PollInterval: time.Millisecond, MigrateTimeout: time.Minute}, nil)
+	want := []compute.Server{
+		{ID: "s1", ProjectID: "p1", Status: "ACTIVE", FlavorVCPUs: 2, FlavorRAM: 4096, FlavorDisk: 20, Tags: []string{"svc:db", "team-a"}},
+		{ID: "s2", ProjectID: "p2", Status: "SHUTOFF", FlavorVCPUs: 2, FlavorRAM: 4096, FlavorDisk: 20, Tags: []string{}},
+	}
+	got, err := d.ServersOnHostDetail(context.Background(), "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ServersOnHostDetail (-want +got):\n%s", diff)
+	}
+	byHost, err := d.ServersByHost(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string][]compute.Server{"c1": want}, byHost); diff != "" {
+		t.Errorf("ServersByHost (-want +got):\n%s", diff)
+	}
+	if len(queries) != 2 || !strings.Contains(queries[0], "host=c1") {
+		t.Errorf("listing queries %q, want one on host c1, then one of every server", queries)
 	}
 }
