@@ -113,9 +113,60 @@ func (h *Host) slots() int {
 
 // Validate checks a plan's structure. Errors are *errs.Error of kind
 // BadRequest naming the consumer and group that break a rule.
-func Validate(p *Plan) error {
-	_, err := compile(p)
-	return err
+//
+// hosts are the hosts the plan is written for: a child owning slots of a
+// group whose parent owns whole hosts there is converted to hosts with
+// the group's largest host (without hosts of the group, a host counts
+// one slot, Host's default). Only plan writes check it: a host that
+// later goes down or shrinks makes ownership fall short, never a stored
+// plan invalid.
+func Validate(p *Plan, hosts []Host) error {
+	ix, err := compile(p)
+	if err != nil {
+		return err
+	}
+	return ix.checkUnits(hosts)
+}
+
+// checkUnits refuses children owning slots beyond what their parent's
+// whole hosts hold: the parent's hosts less those its whole-host
+// children own, times the group's largest host in slots.
+func (ix *index) checkUnits(hosts []Host) error {
+	groupOf := ix.resolve(hosts)
+	perHost := map[string]int{}
+	for i := range hosts {
+		if g, ok := groupOf[hosts[i].ID]; ok {
+			perHost[g] = max(perHost[g], hosts[i].slots())
+		}
+	}
+	for _, c := range ix.plan.Consumers {
+		for _, g := range ix.groups {
+			pe := ix.entries[c.ID][g]
+			if pe == nil || pe.Partial {
+				continue
+			}
+			whole, slots := 0, 0
+			for _, k := range ix.children[c.ID] {
+				if ke := ix.entries[k][g]; ke != nil && !ke.Partial {
+					whole += ke.Amount
+				}
+			}
+			per := max(1, perHost[g])
+			room := max(0, pe.Amount-whole) * per
+			for _, k := range ix.children[c.ID] {
+				ke := ix.entries[k][g]
+				if ke == nil || !ke.Partial {
+					continue
+				}
+				slots += ke.Amount
+				if slots > room {
+					return bad("consumer %q owns %d slots of resource group %q, more than its parent %q owns there: %d hosts of at most %d slots each, %d of them owned whole by its children, hold %d slots for its children owning slots (%d asked in all)",
+						k, ke.Amount, g, c.ID, pe.Amount, per, whole, room, slots)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // index is a compiled plan.

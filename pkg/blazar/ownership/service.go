@@ -125,7 +125,9 @@ func (p *Plan) Validate() error {
 			return errs.BadRequestf("consumer %q has a negative lend_grace_seconds in resource group %q", e.Consumer, e.Group)
 		}
 	}
-	return own.Validate(p.Pure())
+	// The service's hosts have one slot each (partial hosts are not
+	// offered), the default without hosts.
+	return own.Validate(p.Pure(), nil)
 }
 
 // HostLister lists the registered hosts (hosts.Service).
