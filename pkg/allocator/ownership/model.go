@@ -178,6 +178,12 @@ type index struct {
 	groups   []string // names, sorted
 	group    map[string]*Group
 	depth    map[string]int
+	// pos is each consumer's place in the tree's rank order: siblings by
+	// (rank, ID), a consumer before its children and its children before
+	// its next sibling (the order assignment serves them in).
+	pos map[string]int
+	// byProject maps projects to the consumers standing for them.
+	byProject map[string]string
 }
 
 func bad(format string, args ...any) error { return errs.BadRequestf(format, args...) }
@@ -186,6 +192,7 @@ func compile(p *Plan) (*index, error) {
 	ix := &index{
 		plan: p, cons: map[string]*Consumer{}, children: map[string][]string{},
 		entries: map[string]map[string]*Entry{}, group: map[string]*Group{}, depth: map[string]int{},
+		pos: map[string]int{}, byProject: map[string]string{},
 	}
 	for i := range p.Consumers {
 		c := &p.Consumers[i]
@@ -202,6 +209,9 @@ func compile(p *Plan) (*index, error) {
 			return nil, bad("consumer %q is its own parent", c.ID)
 		}
 		ix.cons[c.ID] = c
+		if c.Project != "" {
+			ix.byProject[c.Project] = c.ID
+		}
 	}
 	for _, c := range p.Consumers {
 		if c.Parent != "" && ix.cons[c.Parent] == nil {
@@ -219,6 +229,7 @@ func compile(p *Plan) (*index, error) {
 	walk = func(id string, d int) {
 		for _, ch := range ix.children[id] {
 			ix.depth[ch] = d
+			ix.pos[ch] = len(ix.pos)
 			walk(ch, d+1)
 		}
 	}
