@@ -91,11 +91,15 @@ func planView(st *ownership.State) map[string]any {
 }
 
 func reportView(st *ownership.State) map[string]any {
-	return map[string]any{
+	out := map[string]any{
 		"changes":     nonNilSlice(st.Report.Changes),
 		"shortfalls":  nonNilSlice(st.Report.Shortfalls),
 		"moved_hosts": st.Report.MovedHosts,
 	}
+	if st.Report.Trigger != "" {
+		out["trigger"] = st.Report.Trigger
+	}
+	return out
 }
 
 func nonNilSlice[T any](s []T) []T {

@@ -193,6 +193,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// Blazar: hosts, the reservation types, leases and their events.
 	s.Hosts = hosts.New(d, drv)
 	s.Ownership = ownership.New(d, s.Hosts, nil)
+	s.Ownership.SetRedistributeInterval(time.Duration(cfg.Ownership.RedistributeInterval) * time.Second)
 	if err := s.Ownership.Refresh(ctx); err != nil {
 		// Ownership stays off until a refresh succeeds (a schema without
 		// migration 0010 must not stop the rest of the service).
@@ -299,7 +300,8 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	}
 	s.Outbox = outbox.NewWorker(d, handlers, obCfg, nil)
 	s.background = append(s.background, s.Events.Run, s.Outbox.Run, func(ctx context.Context) { ensureFreePool(ctx, drv) },
-		// Other replicas' plan writes and host changes reach the view.
+		// Other replicas' plan writes and host changes reach the view;
+		// host changes and the redistribution interval recompute it.
 		func(ctx context.Context) { s.Ownership.RunRefresh(ctx, 10*time.Second) })
 	if cfg.Compute.Driver == config.ComputeNova && cfg.Nova.HostStatusInterval > 0 {
 		every := time.Duration(cfg.Nova.HostStatusInterval) * time.Second

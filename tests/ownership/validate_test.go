@@ -1,6 +1,8 @@
 package ownership_test
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -30,5 +32,51 @@ func TestPlanSlotsBeyondParentRefused(t *testing.T) {
 	plan = strings.Replace(plan, `"amount": 1000`, `"amount": 1`, 1)
 	if status, body := do(t, ts, "admin", "PUT", "/v1/ownership/plan", plan); status != 200 {
 		t.Fatalf("plan: %d %v", status, body)
+	}
+}
+
+// A host removed under a project's ownership is replaced at the next
+// refresh: the project owns another host, and GET /v1/ownership shows the
+// recomputation's report with its trigger.
+func TestHostRemovalRecomputes(t *testing.T) {
+	ts, srv := startServer(t)
+	for i := 1; i <= 4; i++ {
+		do(t, ts, "admin", "POST", "/v1/os-hosts", fmt.Sprintf(`{"name": "c%d", "rack": "r1"}`, i))
+	}
+	plan := `{"generation": 0,
+ "consumers": [{"id": "dom", "rank": 1}, {"id": "a", "parent_id": "dom", "rank": 1, "project_id": "PA"}],
+ "groups": [{"name": "rack1", "properties": {"rack": "r1"}}],
+ "entries": [{"consumer": "dom", "group": "rack1", "amount": 2}, {"consumer": "a", "group": "rack1", "amount": 1}]}`
+	if status, body := do(t, ts, "admin", "PUT", "/v1/ownership/plan", plan); status != 200 {
+		t.Fatalf("plan: %d %v", status, body)
+	}
+	ownedHost := func() string {
+		status, body := do(t, ts, "u:PA", "GET", "/v1/ownership/projects/PA", "")
+		if status != 200 {
+			t.Fatalf("PA's pools: %d %v", status, body)
+		}
+		p := body["explanation"].(map[string]any)["pools"].([]any)[0].(map[string]any)
+		if p["kind"] != "owned" {
+			t.Fatalf("PA's first pool = %v", p)
+		}
+		return p["hosts"].([]any)[0].(string)
+	}
+	before := ownedHost()
+	if status, body := do(t, ts, "admin", "DELETE", "/v1/os-hosts/"+before, ""); status != 204 && status != 200 {
+		t.Fatalf("delete host %s: %d %v", before, status, body)
+	}
+	if err := srv.Ownership.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := ownedHost(); after == before {
+		t.Fatalf("PA still owns the removed host %s", before)
+	}
+	status, body := do(t, ts, "admin", "GET", "/v1/ownership", "")
+	if status != 200 {
+		t.Fatalf("ownership: %d %v", status, body)
+	}
+	o := body["ownership"].(map[string]any)
+	if r := o["report"].(map[string]any); o["generation"] != float64(2) || r["trigger"] != "hosts" || r["moved_hosts"].(float64) < 1 {
+		t.Fatalf("ownership after the removal = %v", o)
 	}
 }

@@ -13,6 +13,8 @@
 package ownership
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -381,6 +383,31 @@ func (ix *index) resolve(hosts []Host) map[string]string {
 		}
 	}
 	return out
+}
+
+// HostsDigest summarizes what of hosts ownership depends on: the up hosts
+// in a resource group of p, with their group and slots. Two host lists
+// with one digest give the same recomputation; a host going down, coming
+// back, joining or leaving a group changes it, a public host does not.
+func HostsDigest(p *Plan, hosts []Host) (string, error) {
+	ix, err := compile(p)
+	if err != nil {
+		return "", err
+	}
+	groupOf := ix.resolve(hosts)
+	lines := make([]string, 0, len(groupOf))
+	for i := range hosts {
+		h := &hosts[i]
+		if g, ok := groupOf[h.ID]; ok {
+			lines = append(lines, fmt.Sprintf("%q %q %d\n", h.ID, g, h.slots()))
+		}
+	}
+	sort.Strings(lines)
+	sum := sha256.New()
+	for _, l := range lines {
+		sum.Write([]byte(l))
+	}
+	return hex.EncodeToString(sum.Sum(nil)), nil
 }
 
 func matches(want, have map[string]string) bool {
