@@ -79,6 +79,8 @@ type Server struct {
 	Scheduler *scheduler.Service
 	// Ownership is the ownership policy extension (/v1/ownership).
 	Ownership *ownership.Service
+	// hostPlugin explains ownership requests (POST /v1/ownership/explain).
+	hostPlugin *hostplugin.Plugin
 }
 
 // New opens the database (migrating unless disabled) and builds every
@@ -224,18 +226,20 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 
 		WholeReservePercent: bc.VirtualInstance.WholeHostReservePercent,
 	})
+	hostPlugin := hostplugin.New(s.Hosts, d.DB, hostplugin.Config{
+		Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
+		DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
+		CheckHosts:       hosts.ReservableTx,
+		Rules:            tagRules,
+		ReservePercent:   bc.PhysicalHost.BigHostReservePercent,
+		ClearHosts:       drv.Name() == "standalone" || canMigrate,
+		Driver:           drv.Name(),
+		Compute:          computeView,
+		Ownership:        s.Ownership,
+	}, nil)
+	s.hostPlugin = hostPlugin
 	types := []plugins.Plugin{
-		hostplugin.New(s.Hosts, d.DB, hostplugin.Config{
-			Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
-			DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
-			CheckHosts:       hosts.ReservableTx,
-			Rules:            tagRules,
-			ReservePercent:   bc.PhysicalHost.BigHostReservePercent,
-			ClearHosts:       drv.Name() == "standalone" || canMigrate,
-			Driver:           drv.Name(),
-			Compute:          computeView,
-			Ownership:        s.Ownership,
-		}, nil),
+		hostPlugin,
 		floatingip.New(s.Hosts),
 		inst,
 	}
@@ -315,7 +319,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	blazarapi.RegisterEarliest(rt, s.Leases)
 	blazarapi.RegisterHosts(rt, s.Hosts)
 	blazarapi.RegisterFloatingIPs(rt, s.Hosts)
-	blazarapi.RegisterOwnership(rt, s.Ownership)
+	blazarapi.RegisterOwnership(rt, s.Ownership, s.hostPlugin)
 	blazarapi.RegisterScheduler(rt, s.Scheduler)
 	v1 := instrument("blazar", "/v1", http.StripPrefix("/v1", rt.Handler(v1Auth)))
 	mounted := instrument("placement", "", papi.Mount("/placement"))
