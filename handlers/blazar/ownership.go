@@ -14,13 +14,18 @@ import (
 	"github.com/leasehold/leasehold/pkg/auth"
 	"github.com/leasehold/leasehold/pkg/blazar/ownership"
 	"github.com/leasehold/leasehold/pkg/errs"
+	"github.com/leasehold/leasehold/plugins"
+	hostplugin "github.com/leasehold/leasehold/plugins/host"
 )
 
 // RegisterOwnership adds /v1/ownership, Leasehold's ownership policy
 // extension (etc/openapi/ownership.yaml). Blazar's own routes are not
 // touched; clients that ignore the extension see no difference.
-func RegisterOwnership(rt *Router, svc *ownership.Service) {
-	h := &ownershipHandlers{svc: svc}
+//
+// req answers POST /ownership/explain for a request (nil: explain takes
+// only a project).
+func RegisterOwnership(rt *Router, svc *ownership.Service, req RequestExplainer) {
+	h := &ownershipHandlers{svc: svc, req: req}
 	rt.Handle(http.MethodGet, "/ownership", h.computed)
 	rt.Handle(http.MethodGet, "/ownership/plan", h.getPlan)
 	rt.Handle(http.MethodPut, "/ownership/plan", h.putPlan)
@@ -37,6 +42,13 @@ func RegisterOwnership(rt *Router, svc *ownership.Service) {
 
 type ownershipHandlers struct {
 	svc *ownership.Service
+	req RequestExplainer
+}
+
+// RequestExplainer runs a physical:host request through the lease
+// create's choice without booking (the host plugin).
+type RequestExplainer interface {
+	ExplainRequest(ctx context.Context, lease plugins.Lease, v plugins.Values) (*hostplugin.RequestExplanation, error)
 }
 
 // decodeStrict reads a JSON object body into dst, refusing unknown fields
@@ -91,11 +103,15 @@ func planView(st *ownership.State) map[string]any {
 }
 
 func reportView(st *ownership.State) map[string]any {
-	return map[string]any{
+	out := map[string]any{
 		"changes":     nonNilSlice(st.Report.Changes),
 		"shortfalls":  nonNilSlice(st.Report.Shortfalls),
 		"moved_hosts": st.Report.MovedHosts,
 	}
+	if st.Report.Trigger != "" {
+		out["trigger"] = st.Report.Trigger
+	}
+	return out
 }
 
 func nonNilSlice[T any](s []T) []T {
@@ -179,12 +195,7 @@ func window(r *http.Request) (time.Time, time.Time, error) {
 		if v == "" {
 			return def, nil
 		}
-		for _, layout := range []string{"2006-01-02 15:04", time.RFC3339} {
-			if t, err := time.Parse(layout, v); err == nil {
-				return t.UTC(), nil
-			}
-		}
-		return time.Time{}, errs.BadRequestf("%s %q is not a date (YYYY-MM-DD HH:MM or RFC 3339).", name, v)
+		return parseDate(name, v, time.Time{})
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	start, err := parse("start_date", now)
@@ -427,7 +438,7 @@ func (h *ownershipHandlers) deleteEntry(w http.ResponseWriter, r *http.Request) 
 	})
 }
 
-func (h *ownershipHandlers) explainFor(ctx context.Context, w http.ResponseWriter, project string) error {
+func (h *ownershipHandlers) explainFor(ctx context.Context, w http.ResponseWriter, project string, req *explainRequest) error {
 	if project == "" {
 		project = auth.FromContext(ctx).ProjectID
 	}
@@ -438,19 +449,108 @@ func (h *ownershipHandlers) explainFor(ctx context.Context, w http.ResponseWrite
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, map[string]any{"explanation": ex})
+	out := map[string]any{"project_id": ex.ProjectID, "consumer": ex.Consumer, "pools": ex.Pools, "refused": ex.Refused}
+	if ex.Note != "" {
+		out["note"] = ex.Note
+	}
+	if req != nil {
+		if h.req == nil {
+			return errs.BadRequestf("Requests cannot be explained here: no physical:host plugin.")
+		}
+		lease, v, err := req.lease(ctx, project)
+		if err != nil {
+			return err
+		}
+		rx, err := h.req.ExplainRequest(ctx, lease, v)
+		if err != nil {
+			return err
+		}
+		out["request"] = rx
+	}
+	return WriteJSON(w, http.StatusOK, map[string]any{"explanation": out})
+}
+
+// explainRequest is the optional physical:host request of POST
+// /ownership/explain, in a lease create's terms.
+type explainRequest struct {
+	Min                  *int    `json:"min"`
+	Max                  *int    `json:"max"`
+	HypervisorProperties *string `json:"hypervisor_properties"`
+	ResourceProperties   *string `json:"resource_properties"`
+	StartDate            *string `json:"start_date"`
+	EndDate              *string `json:"end_date"`
+}
+
+func (r *explainRequest) empty() bool {
+	return r.Min == nil && r.Max == nil && r.HypervisorProperties == nil && r.ResourceProperties == nil && r.StartDate == nil && r.EndDate == nil
+}
+
+// lease turns r into the lease and values a lease create would pass the
+// host plugin: min and max default to 1, the properties to none;
+// start_date ("now" or a date) and end_date are required.
+func (r *explainRequest) lease(ctx context.Context, project string) (plugins.Lease, plugins.Values, error) {
+	if r.StartDate == nil || r.EndDate == nil {
+		return plugins.Lease{}, nil, errs.BadRequestf("A request to explain needs start_date and end_date.")
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	start, err := parseDate("start_date", *r.StartDate, now)
+	if err != nil {
+		return plugins.Lease{}, nil, err
+	}
+	end, err := parseDate("end_date", *r.EndDate, now)
+	if err != nil {
+		return plugins.Lease{}, nil, err
+	}
+	v := plugins.Values{"min": json.Number("1"), "max": json.Number("1"), "hypervisor_properties": "", "resource_properties": ""}
+	if r.Min != nil {
+		v["min"] = json.Number(strconv.Itoa(*r.Min))
+		if r.Max == nil {
+			v["max"] = v["min"]
+		}
+	}
+	if r.Max != nil {
+		v["max"] = json.Number(strconv.Itoa(*r.Max))
+	}
+	if r.HypervisorProperties != nil {
+		v["hypervisor_properties"] = *r.HypervisorProperties
+	}
+	if r.ResourceProperties != nil {
+		v["resource_properties"] = *r.ResourceProperties
+	}
+	id := auth.FromContext(ctx)
+	return plugins.Lease{ProjectID: project, UserID: id.UserID, Start: start, End: end, Status: "PENDING",
+		Admin: authorize(ctx, "admin", "") == nil}, v, nil
 }
 
 func (h *ownershipHandlers) project(w http.ResponseWriter, r *http.Request) error {
-	return h.explainFor(r.Context(), w, chi.URLParam(r, "project_id"))
+	return h.explainFor(r.Context(), w, chi.URLParam(r, "project_id"), nil)
 }
 
 func (h *ownershipHandlers) explain(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		ProjectID string `json:"project_id"`
+		explainRequest
 	}
 	if err := decodeStrict(r, &body); err != nil {
 		return err
 	}
-	return h.explainFor(r.Context(), w, body.ProjectID)
+	var req *explainRequest
+	if !body.explainRequest.empty() {
+		req = &body.explainRequest
+	}
+	return h.explainFor(r.Context(), w, body.ProjectID, req)
+}
+
+// parseDate reads a date as Blazar writes it ("YYYY-MM-DD HH:MM") or RFC
+// 3339; "now" is now when now is not zero.
+func parseDate(name, v string, now time.Time) (time.Time, error) {
+	if v == "now" && !now.IsZero() {
+		return now, nil
+	}
+	for _, layout := range []string{"2006-01-02 15:04", time.RFC3339} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, errs.BadRequestf("%s %q is not a date (YYYY-MM-DD HH:MM or RFC 3339).", name, v)
 }

@@ -25,7 +25,7 @@ func newOwnershipServer(t *testing.T) http.Handler {
 		}
 	}
 	rt := NewRouter()
-	RegisterOwnership(rt, ownership.New(d, hsvc, func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }))
+	RegisterOwnership(rt, ownership.New(d, hsvc, func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }), nil)
 	return rt.Handler(NoAuth{})
 }
 

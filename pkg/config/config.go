@@ -45,6 +45,8 @@ type Config struct {
 	// compute.go).
 	Compute Compute `mapstructure:"compute"`
 	Nova    Nova    `mapstructure:"nova"`
+	// Ownership tunes the ownership policy (see ownership.go).
+	Ownership Ownership `mapstructure:"ownership"`
 	// Blazar holds blazar.conf's lease settings (see blazar.go).
 	Blazar Blazar `mapstructure:",squash"`
 	// Messaging holds the usage notifications' settings (see notify.go).
@@ -254,7 +256,7 @@ func (c *Config) validate() error {
 	if c.Metrics.QueryTimeout <= 0 {
 		return fmt.Errorf("config: metrics.query_timeout %v: want a positive duration", c.Metrics.QueryTimeout)
 	}
-	return nil
+	return c.Ownership.check()
 }
 
 func readFile(v *viper.Viper, file string) error {

@@ -132,6 +132,7 @@ func TestSamples(t *testing.T) {
 				{"metrics.listen", c.Metrics.Listen, "127.0.0.1:9100"},
 				{"metrics.on_main", c.Metrics.OnMain, false},
 				{"metrics.query_timeout", c.Metrics.QueryTimeout, 5 * time.Second},
+				{"ownership.redistribute_interval", c.Ownership.RedistributeInterval, 600},
 				{"cors.allowed_origin", c.CORS.AllowedOrigin, []string{"https://dashboard.example.com", "https://admin.example.com"}},
 				{"cors.allow_credentials", c.CORS.AllowCredentials, false},
 				{"cors.max_age", c.CORS.MaxAge, 600},
@@ -251,6 +252,7 @@ func TestInvalid(t *testing.T) {
 		{name: "missing file", args: []string{"--config", "/nonexistent/leasehold.yaml"}, wantErr: "/nonexistent/leasehold.yaml"},
 		{name: "broken yaml", file: [2]string{"x.yaml", "listen: [\n"}, wantErr: "x.yaml"},
 		{name: "metrics query timeout", env: map[string]string{"LEASEHOLD_METRICS_QUERY_TIMEOUT": "0s"}, wantErr: "metrics.query_timeout"},
+		{name: "negative redistribute interval", env: map[string]string{"LEASEHOLD_OWNERSHIP_REDISTRIBUTE_INTERVAL": "-1"}, wantErr: "ownership.redistribute_interval -1"},
 		{name: "bad duration", file: [2]string{"x.yaml", "shutdown_timeout: soon\n"}, wantErr: "shutdown_timeout"},
 	}
 	for _, tc := range tests {

@@ -79,6 +79,8 @@ type Server struct {
 	Scheduler *scheduler.Service
 	// Ownership is the ownership policy extension (/v1/ownership).
 	Ownership *ownership.Service
+	// hostPlugin explains ownership requests (POST /v1/ownership/explain).
+	hostPlugin *hostplugin.Plugin
 }
 
 // New opens the database (migrating unless disabled) and builds every
@@ -193,6 +195,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	// Blazar: hosts, the reservation types, leases and their events.
 	s.Hosts = hosts.New(d, drv)
 	s.Ownership = ownership.New(d, s.Hosts, nil)
+	s.Ownership.SetRedistributeInterval(time.Duration(cfg.Ownership.RedistributeInterval) * time.Second)
 	if err := s.Ownership.Refresh(ctx); err != nil {
 		// Ownership stays off until a refresh succeeds (a schema without
 		// migration 0010 must not stop the rest of the service).
@@ -224,18 +227,20 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		WholeReservePercent: bc.VirtualInstance.WholeHostReservePercent,
 		Sizes:               policySizes(bc.VirtualInstance.Sizes),
 	})
+	hostPlugin := hostplugin.New(s.Hosts, d.DB, hostplugin.Config{
+		Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
+		DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
+		CheckHosts:       hosts.ReservableTx,
+		Rules:            tagRules,
+		ReservePercent:   bc.PhysicalHost.BigHostReservePercent,
+		ClearHosts:       drv.Name() == "standalone" || canMigrate,
+		Driver:           drv.Name(),
+		Compute:          computeView,
+		Ownership:        s.Ownership,
+	}, nil)
+	s.hostPlugin = hostPlugin
 	types := []plugins.Plugin{
-		hostplugin.New(s.Hosts, d.DB, hostplugin.Config{
-			Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
-			DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
-			CheckHosts:       hosts.ReservableTx,
-			Rules:            tagRules,
-			ReservePercent:   bc.PhysicalHost.BigHostReservePercent,
-			ClearHosts:       drv.Name() == "standalone" || canMigrate,
-			Driver:           drv.Name(),
-			Compute:          computeView,
-			Ownership:        s.Ownership,
-		}, nil),
+		hostPlugin,
 		floatingip.New(s.Hosts),
 		inst,
 	}
@@ -300,7 +305,8 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	}
 	s.Outbox = outbox.NewWorker(d, handlers, obCfg, nil)
 	s.background = append(s.background, s.Events.Run, s.Outbox.Run, func(ctx context.Context) { ensureFreePool(ctx, drv) },
-		// Other replicas' plan writes and host changes reach the view.
+		// Other replicas' plan writes and host changes reach the view;
+		// host changes and the redistribution interval recompute it.
 		func(ctx context.Context) { s.Ownership.RunRefresh(ctx, 10*time.Second) })
 	if cfg.Compute.Driver == config.ComputeNova && cfg.Nova.HostStatusInterval > 0 {
 		every := time.Duration(cfg.Nova.HostStatusInterval) * time.Second
@@ -314,7 +320,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 	blazarapi.RegisterEarliest(rt, s.Leases)
 	blazarapi.RegisterHosts(rt, s.Hosts)
 	blazarapi.RegisterFloatingIPs(rt, s.Hosts)
-	blazarapi.RegisterOwnership(rt, s.Ownership)
+	blazarapi.RegisterOwnership(rt, s.Ownership, s.hostPlugin)
 	blazarapi.RegisterScheduler(rt, s.Scheduler)
 	v1 := instrument("blazar", "/v1", http.StripPrefix("/v1", rt.Handler(v1Auth)))
 	mounted := instrument("placement", "", papi.Mount("/placement"))

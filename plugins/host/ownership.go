@@ -34,10 +34,16 @@ type Ownership interface {
 // before the private pools up the tree, before the public pool. budgets
 // are the lenders' lending limits left over the window (Order.Budgets).
 func (p *Plugin) chooseByPool(o *ownership.Order, budgets map[string]int, req allocator.HostRequest, match func(func(string) *Host) func(*allocator.Host) (bool, string)) (allocator.HostDecision, error) {
+	return p.chooseByPoolTraced(o, budgets, req, match, nil)
+}
+
+// chooseByPoolTraced is chooseByPool telling trace (when not nil) the
+// outcome of each prefix it tried (1-based).
+func (p *Plugin) chooseByPoolTraced(o *ownership.Order, budgets map[string]int, req allocator.HostRequest, match func(func(string) *Host) func(*allocator.Host) (bool, string), trace func(k int, err error)) (allocator.HostDecision, error) {
 	if o == nil {
 		return p.idx.choose(p.cfg.Rules, req, match)
 	}
-	return staged(o, budgets, func(allow func(string) (bool, string)) (allocator.HostDecision, error) {
+	return staged(o, budgets, trace, func(allow func(string) (bool, string)) (allocator.HostDecision, error) {
 		return p.idx.choose(p.cfg.Rules, req, func(info func(string) *Host) func(*allocator.Host) (bool, string) {
 			var m func(*allocator.Host) (bool, string)
 			if match != nil {
@@ -62,7 +68,7 @@ func (p *Plugin) chooseByPool(o *ownership.Order, budgets map[string]int, req al
 // lending limit has left (budgets) is made again with that lender's other
 // hosts left out, so a lender's hosts are never taken beyond its limit; a
 // refusal then names the limits that left hosts out.
-func staged(o *ownership.Order, budgets map[string]int, choose func(allow func(string) (bool, string)) (allocator.HostDecision, error)) (allocator.HostDecision, error) {
+func staged(o *ownership.Order, budgets map[string]int, trace func(k int, err error), choose func(allow func(string) (bool, string)) (allocator.HostDecision, error)) (allocator.HostDecision, error) {
 	var dec allocator.HostDecision
 	var err error
 	// capped[x] are the only hosts charging lender x a choice may still
@@ -93,9 +99,15 @@ func staged(o *ownership.Order, budgets map[string]int, choose func(allow func(s
 			}
 			x, keep := overBudget(o, budgets, capped, dec.Chosen)
 			if x == "" {
+				if trace != nil {
+					trace(k, nil)
+				}
 				return dec, nil
 			}
 			capped[x] = keep
+		}
+		if trace != nil {
+			trace(k, err)
 		}
 		var ne *allocator.NotEnoughHostsError
 		if !errors.As(err, &ne) {
@@ -441,7 +453,7 @@ func (p *Plugin) chooseAdded(tx *plugins.Tx, o *ownership.Order, win allocator.I
 			}
 		}
 	}
-	return staged(o, b, func(allow func(string) (bool, string)) (allocator.HostDecision, error) {
+	return staged(o, b, nil, func(allow func(string) (bool, string)) (allocator.HostDecision, error) {
 		return choose(func(id string) bool { ok, _ := allow(id); return ok })
 	})
 }

@@ -63,7 +63,7 @@ func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease
 	if err != nil {
 		return false, "", err
 	}
-	cands, later := ownership.Reclaimable(p.now().UTC(), lease.Start, lease.End, p.cfg.Cleaning, grace, bookings)
+	cands, later := ownership.Reclaimable(p.now().UTC(), lease.Start, lease.End, p.cfg.Cleaning, grace, bookings, c.order.RankOf)
 	if !later.IsZero() {
 		note = fmt.Sprintf("hosts the project owns are lent and can be reclaimed, after their lending grace period, for a lease starting at %s or later", later.UTC().Format(time.RFC3339))
 	}

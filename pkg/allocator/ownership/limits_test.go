@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -170,6 +171,20 @@ func TestReclaimable(t *testing.T) {
 	borrowed := func(h, lease string, s, e int) Booking {
 		return Booking{Host: h, Lease: lease, Start: hr(s), End: hr(e), Borrowed: true}
 	}
+	// by sets the borrowing project of a booking.
+	by := func(b Booking, project string) Booking {
+		b.Project = project
+		return b
+	}
+	// Projects' places in the rank order: PA first, PC last; PX is
+	// outside the tree.
+	ranks := map[string]int{"PA": 0, "PB": 1, "PC": 2}
+	rankOf := func(p string) int {
+		if r, ok := ranks[p]; ok {
+			return r
+		}
+		return math.MaxInt - 1
+	}
 	tests := []struct {
 		name       string
 		start, end int
@@ -207,9 +222,23 @@ func TestReclaimable(t *testing.T) {
 			bookings: []Booking{borrowed("h1", "L1", 6, 10), borrowed("h2", "L2", 0, 3)}, want: []string{"h2@2:L2"}},
 		{name: "one loan of two on a host is not enough", start: 2, end: 8,
 			bookings: []Booking{borrowed("h1", "L1", 0, 4), {Host: "h1", Lease: "own", Start: hr(5), End: hr(6)}}},
-		{name: "least time taken back first", start: 2, end: 9,
+		{name: "same rank: least time taken back first", start: 2, end: 9,
 			bookings: []Booking{borrowed("h1", "L1", 0, 10), borrowed("h2", "L2", 0, 4), borrowed("h3", "L3", 1, 3)},
 			want:     []string{"h3@2:L3", "h2@2:L2", "h1@2:L1"}},
+		// The seed reclaims by rank: the lowest-ranked borrower first,
+		// whatever it loses; a project outside the tree ranks lowest.
+		{name: "lowest rank first", start: 2, end: 9,
+			bookings: []Booking{by(borrowed("h1", "L1", 0, 3), "PA"), by(borrowed("h2", "L2", 0, 10), "PC"), by(borrowed("h3", "L3", 1, 4), "PB")},
+			want:     []string{"h2@2:L2", "h3@2:L3", "h1@2:L1"}},
+		{name: "outside the tree below every rank", start: 2, end: 9,
+			bookings: []Booking{by(borrowed("h1", "L1", 0, 3), "PC"), by(borrowed("h2", "L2", 0, 10), "PX")},
+			want:     []string{"h2@2:L2", "h1@2:L1"}},
+		{name: "a host ranks by its highest-ranked borrower cut", start: 2, end: 9,
+			bookings: []Booking{by(borrowed("h1", "L1", 0, 3), "PB"), by(borrowed("h2", "L2", 0, 3), "PC"), by(borrowed("h2", "L3", 1, 4), "PA")},
+			want:     []string{"h1@2:L1", "h2@2:L2,L3"}},
+		{name: "a host whose loans all move first, then by rank", start: 2, end: 9,
+			bookings: []Booking{by(borrowed("h1", "L1", 0, 3), "PC"), by(borrowed("h2", "L2", 3, 5), "PA")},
+			want:     []string{"h2@2:>L2", "h1@2:L1"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -217,7 +246,7 @@ func TestReclaimable(t *testing.T) {
 			if tc.grace != nil {
 				g = tc.grace
 			}
-			cands, later := Reclaimable(now, hr(tc.start), hr(tc.end), tc.cleaning, g, tc.bookings)
+			cands, later := Reclaimable(now, hr(tc.start), hr(tc.end), tc.cleaning, g, tc.bookings, rankOf)
 			var got []string
 			for _, c := range cands {
 				s := c.Host + "@" + fmtHours(c.At) + ":"
@@ -244,8 +273,8 @@ func TestReclaimable(t *testing.T) {
 func fmtHours(t time.Time) string { return strconv.FormatFloat(t.Sub(base).Hours(), 'g', -1, 64) }
 
 // A reclaim never takes a host from a borrower before the lender's grace
-// period is over, and cuts only borrowed, movable bookings that started
-// before the reclaim time.
+// period is over, cuts only borrowed, movable bookings that started
+// before the reclaim time, and takes from the lowest ranks first.
 func TestPropReclaimRespectsGrace(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		now := hr(rapid.IntRange(0, 5).Draw(t, "now"))
@@ -259,12 +288,28 @@ func TestPropReclaimRespectsGrace(t *testing.T) {
 			s := rapid.IntRange(0, 12).Draw(t, "bs")
 			bs = append(bs, Booking{Host: rapid.SampledFrom(hosts).Draw(t, "host"), Lease: string(rune('A' + i)),
 				Start: hr(s), End: hr(s + rapid.IntRange(1, 6).Draw(t, "bl")),
-				Borrowed: rapid.Bool().Draw(t, "borrowed"), Fixed: rapid.IntRange(0, 4).Draw(t, "fixed") == 0})
+				Borrowed: rapid.Bool().Draw(t, "borrowed"), Fixed: rapid.IntRange(0, 4).Draw(t, "fixed") == 0,
+				Project: rapid.SampledFrom([]string{"PA", "PB", "PC"}).Draw(t, "project")})
 		}
+		ranks := map[string]int{"PA": rapid.IntRange(0, 2).Draw(t, "ra"), "PB": rapid.IntRange(0, 2).Draw(t, "rb"), "PC": rapid.IntRange(0, 2).Draw(t, "rc")}
+		rankOf := func(p string) int { return ranks[p] }
 		start := now.Add(time.Duration(rapid.IntRange(0, 8).Draw(t, "start")) * time.Hour)
 		end := start.Add(time.Duration(rapid.IntRange(1, 6).Draw(t, "len")) * time.Hour)
 		cleaning := time.Duration(rapid.IntRange(0, 1).Draw(t, "cleaning")) * 30 * time.Minute
-		cands, _ := Reclaimable(now, start, end, cleaning, grace, bs)
+		cands, _ := Reclaimable(now, start, end, cleaning, grace, bs, rankOf)
+		// By rank: the hosts whose highest-ranked borrower cut ranks
+		// lowest come first.
+		prev := math.MaxInt
+		for _, c := range cands {
+			top := math.MaxInt
+			for _, b := range c.Cuts {
+				top = min(top, ranks[b.Project])
+			}
+			if top > prev {
+				t.Fatalf("candidate %s (rank %d) after one of rank %d", c.Host, top, prev)
+			}
+			prev = top
+		}
 		for _, c := range cands {
 			if len(c.Cuts) > 0 && (c.At.Before(now.Add(grace[c.Host])) || !c.At.After(now)) {
 				t.Fatalf("%s reclaimed at %v, before the grace period from %v", c.Host, c.At, now)
@@ -296,4 +341,29 @@ func TestPropReclaimRespectsGrace(t *testing.T) {
 			}
 		}
 	})
+}
+
+// RankOf follows the order assignment serves consumers in: siblings by
+// (rank, ID), each consumer's subtree before its next sibling.
+func TestRankOf(t *testing.T) {
+	p := &Plan{
+		Consumers: []Consumer{{ID: "d1", Rank: 2}, {ID: "d2", Rank: 1},
+			{ID: "a", Parent: "d1", Rank: 1, Project: "PA"}, {ID: "b", Parent: "d2", Rank: 2, Project: "PB"},
+			{ID: "c", Parent: "d2", Rank: 1, Project: "PC"}, {ID: "e", Parent: "d1", Rank: 1, Project: "PE"}},
+		Groups: []Group{{Name: "g", Hosts: []string{"h01"}}},
+	}
+	v, err := NewView(p, hostsN(1), Ownership{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := v.HostOrder("")
+	got := map[string]int{}
+	for _, pr := range []string{"PA", "PB", "PC", "PE", "PX"} {
+		got[pr] = o.RankOf(pr)
+	}
+	// d2 (rank 1): d2=0, c=1, b=2; d1: d1=3, a=4, e=5 (a before e by ID).
+	want := map[string]int{"PC": 1, "PB": 2, "PA": 4, "PE": 5, "PX": math.MaxInt - 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("RankOf (-want +got):\n%s", diff)
+	}
 }

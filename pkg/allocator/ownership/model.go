@@ -13,6 +13,8 @@
 package ownership
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -113,9 +115,60 @@ func (h *Host) slots() int {
 
 // Validate checks a plan's structure. Errors are *errs.Error of kind
 // BadRequest naming the consumer and group that break a rule.
-func Validate(p *Plan) error {
-	_, err := compile(p)
-	return err
+//
+// hosts are the hosts the plan is written for: a child owning slots of a
+// group whose parent owns whole hosts there is converted to hosts with
+// the group's largest host (without hosts of the group, a host counts
+// one slot, Host's default). Only plan writes check it: a host that
+// later goes down or shrinks makes ownership fall short, never a stored
+// plan invalid.
+func Validate(p *Plan, hosts []Host) error {
+	ix, err := compile(p)
+	if err != nil {
+		return err
+	}
+	return ix.checkUnits(hosts)
+}
+
+// checkUnits refuses children owning slots beyond what their parent's
+// whole hosts hold: the parent's hosts less those its whole-host
+// children own, times the group's largest host in slots.
+func (ix *index) checkUnits(hosts []Host) error {
+	groupOf := ix.resolve(hosts)
+	perHost := map[string]int{}
+	for i := range hosts {
+		if g, ok := groupOf[hosts[i].ID]; ok {
+			perHost[g] = max(perHost[g], hosts[i].slots())
+		}
+	}
+	for _, c := range ix.plan.Consumers {
+		for _, g := range ix.groups {
+			pe := ix.entries[c.ID][g]
+			if pe == nil || pe.Partial {
+				continue
+			}
+			whole, slots := 0, 0
+			for _, k := range ix.children[c.ID] {
+				if ke := ix.entries[k][g]; ke != nil && !ke.Partial {
+					whole += ke.Amount
+				}
+			}
+			per := max(1, perHost[g])
+			room := max(0, pe.Amount-whole) * per
+			for _, k := range ix.children[c.ID] {
+				ke := ix.entries[k][g]
+				if ke == nil || !ke.Partial {
+					continue
+				}
+				slots += ke.Amount
+				if slots > room {
+					return bad("consumer %q owns %d slots of resource group %q, more than its parent %q owns there: %d hosts of at most %d slots each, %d of them owned whole by its children, hold %d slots for its children owning slots (%d asked in all)",
+						k, ke.Amount, g, c.ID, pe.Amount, per, whole, room, slots)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // index is a compiled plan.
@@ -127,6 +180,12 @@ type index struct {
 	groups   []string // names, sorted
 	group    map[string]*Group
 	depth    map[string]int
+	// pos is each consumer's place in the tree's rank order: siblings by
+	// (rank, ID), a consumer before its children and its children before
+	// its next sibling (the order assignment serves them in).
+	pos map[string]int
+	// byProject maps projects to the consumers standing for them.
+	byProject map[string]string
 }
 
 func bad(format string, args ...any) error { return errs.BadRequestf(format, args...) }
@@ -135,6 +194,7 @@ func compile(p *Plan) (*index, error) {
 	ix := &index{
 		plan: p, cons: map[string]*Consumer{}, children: map[string][]string{},
 		entries: map[string]map[string]*Entry{}, group: map[string]*Group{}, depth: map[string]int{},
+		pos: map[string]int{}, byProject: map[string]string{},
 	}
 	for i := range p.Consumers {
 		c := &p.Consumers[i]
@@ -151,6 +211,9 @@ func compile(p *Plan) (*index, error) {
 			return nil, bad("consumer %q is its own parent", c.ID)
 		}
 		ix.cons[c.ID] = c
+		if c.Project != "" {
+			ix.byProject[c.Project] = c.ID
+		}
 	}
 	for _, c := range p.Consumers {
 		if c.Parent != "" && ix.cons[c.Parent] == nil {
@@ -168,6 +231,7 @@ func compile(p *Plan) (*index, error) {
 	walk = func(id string, d int) {
 		for _, ch := range ix.children[id] {
 			ix.depth[ch] = d
+			ix.pos[ch] = len(ix.pos)
 			walk(ch, d+1)
 		}
 	}
@@ -319,6 +383,31 @@ func (ix *index) resolve(hosts []Host) map[string]string {
 		}
 	}
 	return out
+}
+
+// HostsDigest summarizes what of hosts ownership depends on: the up hosts
+// in a resource group of p, with their group and slots. Two host lists
+// with one digest give the same recomputation; a host going down, coming
+// back, joining or leaving a group changes it, a public host does not.
+func HostsDigest(p *Plan, hosts []Host) (string, error) {
+	ix, err := compile(p)
+	if err != nil {
+		return "", err
+	}
+	groupOf := ix.resolve(hosts)
+	lines := make([]string, 0, len(groupOf))
+	for i := range hosts {
+		h := &hosts[i]
+		if g, ok := groupOf[h.ID]; ok {
+			lines = append(lines, fmt.Sprintf("%q %q %d\n", h.ID, g, h.slots()))
+		}
+	}
+	sort.Strings(lines)
+	sum := sha256.New()
+	for _, l := range lines {
+		sum.Write([]byte(l))
+	}
+	return hex.EncodeToString(sum.Sum(nil)), nil
 }
 
 func matches(want, have map[string]string) bool {

@@ -51,36 +51,63 @@ func mustRecompute(t *testing.T, p *Plan, hs []Host, prev Ownership) *Result {
 
 func TestValidate(t *testing.T) {
 	g := []Group{{Name: "g", Hosts: []string{"h1"}}, {Name: "k", Properties: map[string]string{"a": "b"}}}
+	tree := []Consumer{{ID: "d"}, {ID: "p", Parent: "d"}, {ID: "q", Parent: "d"}}
+	// Group k's hosts: the largest has 4 slots.
+	slotted := []Host{{ID: "s1", Slots: 2, Properties: map[string]string{"a": "b"}}, {ID: "s2", Slots: 4, Properties: map[string]string{"a": "b"}},
+		{ID: "s3", Slots: 16}}
 	tests := []struct {
-		name string
-		plan Plan
-		want string // substring of the message; "" for valid
+		name  string
+		plan  Plan
+		hosts []Host
+		want  string // substring of the message; "" for valid
 	}{
 		{"valid", Plan{Consumers: []Consumer{{ID: "d"}, {ID: "p", Parent: "d"}}, Groups: g,
-			Entries: []Entry{{Consumer: "d", Group: "g", Amount: 2}, {Consumer: "p", Group: "g", Amount: 2}}}, ""},
-		{"unknown parent", Plan{Consumers: []Consumer{{ID: "p", Parent: "x"}}}, `consumer "p" has an unknown parent "x"`},
-		{"cycle", Plan{Consumers: []Consumer{{ID: "a", Parent: "b"}, {ID: "b", Parent: "a"}}}, "parent cycle"},
-		{"duplicate consumer", Plan{Consumers: []Consumer{{ID: "a"}, {ID: "a"}}}, `consumer "a" is defined twice`},
-		{"empty group", Plan{Groups: []Group{{Name: "e"}}}, `resource group "e" names neither hosts nor properties`},
+			Entries: []Entry{{Consumer: "d", Group: "g", Amount: 2}, {Consumer: "p", Group: "g", Amount: 2}}}, nil, ""},
+		{"unknown parent", Plan{Consumers: []Consumer{{ID: "p", Parent: "x"}}}, nil, `consumer "p" has an unknown parent "x"`},
+		{"cycle", Plan{Consumers: []Consumer{{ID: "a", Parent: "b"}, {ID: "b", Parent: "a"}}}, nil, "parent cycle"},
+		{"duplicate consumer", Plan{Consumers: []Consumer{{ID: "a"}, {ID: "a"}}}, nil, `consumer "a" is defined twice`},
+		{"empty group", Plan{Groups: []Group{{Name: "e"}}}, nil, `resource group "e" names neither hosts nor properties`},
 		{"unknown group", Plan{Consumers: []Consumer{{ID: "a"}}, Entries: []Entry{{Consumer: "a", Group: "z"}}},
-			`consumer "a" names an unknown resource group "z"`},
+			nil, `consumer "a" names an unknown resource group "z"`},
 		{"negative amount", Plan{Consumers: []Consumer{{ID: "a"}}, Groups: g, Entries: []Entry{{Consumer: "a", Group: "g", Amount: -1}}},
-			`consumer "a" owns a negative amount -1 of resource group "g"`},
+			nil, `consumer "a" owns a negative amount -1 of resource group "g"`},
 		{"child outside parent", Plan{Consumers: []Consumer{{ID: "d"}, {ID: "p", Parent: "d"}}, Groups: g,
 			Entries: []Entry{{Consumer: "d", Group: "k", Amount: 2}, {Consumer: "p", Group: "g", Amount: 1}}},
-			`consumer "p" owns in resource group "g" but its parent "d" owns nothing there`},
+			nil, `consumer "p" owns in resource group "g" but its parent "d" owns nothing there`},
 		{"children own more", Plan{Consumers: []Consumer{{ID: "d"}, {ID: "p", Parent: "d"}, {ID: "q", Parent: "d"}}, Groups: g,
 			Entries: []Entry{{Consumer: "d", Group: "g", Amount: 2}, {Consumer: "p", Group: "g", Amount: 1}, {Consumer: "q", Group: "g", Amount: 2}}},
-			`consumer "d" owns 2 hosts of resource group "g" but its children (q among them) own 3`},
+			nil, `consumer "d" owns 2 hosts of resource group "g" but its children (q among them) own 3`},
 		{"whole under partial", Plan{Consumers: []Consumer{{ID: "d"}, {ID: "p", Parent: "d"}}, Groups: g,
 			Entries: []Entry{{Consumer: "d", Group: "g", Amount: 8, Partial: true}, {Consumer: "p", Group: "g", Amount: 1}}},
-			`consumer "p" owns whole hosts of resource group "g" but its parent "d" owns only slots there`},
+			nil, `consumer "p" owns whole hosts of resource group "g" but its parent "d" owns only slots there`},
 		{"duplicate entry", Plan{Consumers: []Consumer{{ID: "a"}}, Groups: g,
-			Entries: []Entry{{Consumer: "a", Group: "g"}, {Consumer: "a", Group: "g"}}}, `consumer "a" has two plan entries for resource group "g"`},
+			Entries: []Entry{{Consumer: "a", Group: "g"}, {Consumer: "a", Group: "g"}}}, nil, `consumer "a" has two plan entries for resource group "g"`},
+		// A child owning slots under a parent owning whole hosts: its
+		// slots, converted to hosts, must fit the parent's.
+		{"slots beyond the parent's host", Plan{Consumers: tree, Groups: g,
+			Entries: []Entry{{Consumer: "d", Group: "g", Amount: 1}, {Consumer: "p", Group: "g", Amount: 1000, Partial: true}}}, nil,
+			`consumer "p" owns 1000 slots of resource group "g", more than its parent "d" owns there: 1 hosts of at most 1 slots each`},
+		{"slots within the parent's hosts", Plan{Consumers: tree, Groups: g,
+			Entries: []Entry{{Consumer: "d", Group: "k", Amount: 2}, {Consumer: "p", Group: "k", Amount: 1},
+				{Consumer: "q", Group: "k", Amount: 4, Partial: true}}}, slotted, ""},
+		{"slots beyond the hosts whole children leave", Plan{Consumers: tree, Groups: g,
+			Entries: []Entry{{Consumer: "d", Group: "k", Amount: 2}, {Consumer: "p", Group: "k", Amount: 1},
+				{Consumer: "q", Group: "k", Amount: 5, Partial: true}}}, slotted,
+			`consumer "q" owns 5 slots of resource group "k", more than its parent "d" owns there: 2 hosts of at most 4 slots each, 1 of them owned whole by its children, hold 4 slots`},
+		{"slot children together beyond the parent", Plan{Consumers: tree, Groups: g,
+			Entries: []Entry{{Consumer: "d", Group: "k", Amount: 1}, {Consumer: "p", Group: "k", Amount: 3, Partial: true},
+				{Consumer: "q", Group: "k", Amount: 2, Partial: true}}}, slotted,
+			`consumer "q" owns 2 slots of resource group "k", more than its parent "d" owns there: 1 hosts of at most 4 slots each, 0 of them owned whole by its children, hold 4 slots for its children owning slots (5 asked in all)`},
+		{"whole children fill the parent: no slots left", Plan{Consumers: tree, Groups: g,
+			Entries: []Entry{{Consumer: "d", Group: "k", Amount: 1}, {Consumer: "p", Group: "k", Amount: 1},
+				{Consumer: "q", Group: "k", Amount: 1, Partial: true}}}, slotted,
+			`consumer "q" owns 1 slots of resource group "k"`},
+		{"a partial parent's slots are not converted", Plan{Consumers: tree, Groups: g,
+			Entries: []Entry{{Consumer: "d", Group: "g", Amount: 8, Partial: true}, {Consumer: "p", Group: "g", Amount: 8, Partial: true}}}, nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Validate(&tt.plan)
+			err := Validate(&tt.plan, tt.hosts)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("Validate = %v, want nil", err)

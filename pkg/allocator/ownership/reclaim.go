@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"math"
 	"sort"
 	"time"
 )
@@ -34,9 +35,13 @@ type Candidate struct {
 }
 
 // Reclaimable returns the owned hosts an owner's request over [start,
-// end), asked at now, may reclaim from their borrowers, best first
-// (fewest bookings cut, then the least booked time taken back, then by
-// host): a host in grace (the owned hosts its owner lends, with the
+// end), asked at now, may reclaim from their borrowers, best first:
+// by rank (the seed's "reclaimed by rank": the host whose borrowers rank
+// lowest goes first; a host whose loans all move cuts nobody and goes
+// before any; rank says where a project stands in the tree's rank order,
+// larger is lower, nil ranks every project alike), then the fewest
+// bookings cut, then the least booked time taken back, then by host: a
+// host in grace (the owned hosts its owner lends, with the
 // lending grace period) whose bookings overlapping the window (cleaning
 // included) are all borrowed and not fixed. Those that start before the
 // reclaim time At = start - cleaning are cut to end at At, when At leaves
@@ -48,7 +53,7 @@ type Candidate struct {
 //
 // later is the earliest start from which the hosts refused only for the
 // grace period could be reclaimed (zero when there are none).
-func Reclaimable(now, start, end time.Time, cleaning time.Duration, grace map[string]time.Duration, bookings []Booking) (cands []Candidate, later time.Time) {
+func Reclaimable(now, start, end time.Time, cleaning time.Duration, grace map[string]time.Duration, bookings []Booking, rank func(project string) int) (cands []Candidate, later time.Time) {
 	at := start.Add(-cleaning)
 	lo, hi := at, end.Add(cleaning)
 	byHost := map[string][]Booking{}
@@ -59,6 +64,9 @@ func Reclaimable(now, start, end time.Time, cleaning time.Duration, grace map[st
 		byHost[b.Host] = append(byHost[b.Host], b)
 	}
 	lost := map[string]time.Duration{}
+	// top is the rank of a host's highest-ranked borrower cut (MaxInt:
+	// nobody is cut).
+	top := map[string]int{}
 	for h, bs := range byHost {
 		ok := true
 		var cuts, moves []Booking
@@ -87,17 +95,27 @@ func Reclaimable(now, start, end time.Time, cleaning time.Duration, grace map[st
 			continue
 		}
 		c := Candidate{Host: h, At: at, Grace: g, Cuts: cuts, Moves: moves}
+		top[h] = math.MaxInt
 		for _, b := range cuts {
 			lost[h] += b.End.Sub(at)
+			if rank != nil {
+				top[h] = min(top[h], rank(b.Project))
+			} else {
+				top[h] = 0
+			}
 		}
 		sort.Slice(c.Cuts, func(a, b int) bool { return c.Cuts[a].Start.Before(c.Cuts[b].Start) })
 		sort.Slice(c.Moves, func(a, b int) bool { return c.Moves[a].Start.Before(c.Moves[b].Start) })
 		cands = append(cands, c)
 	}
-	// The fewest cuts first (a host whose loans can all move elsewhere
-	// takes nothing from anyone), then the least time taken back.
+	// The lowest-ranked borrowers first (a host whose loans can all move
+	// elsewhere takes nothing from anyone), then the fewest cuts, then the
+	// least time taken back.
 	sort.Slice(cands, func(a, b int) bool {
 		x, y := cands[a], cands[b]
+		if top[x.Host] != top[y.Host] {
+			return top[x.Host] > top[y.Host]
+		}
 		if len(x.Cuts) != len(y.Cuts) {
 			return len(x.Cuts) < len(y.Cuts)
 		}
@@ -141,4 +159,16 @@ func (o *Order) OwnedStages() int {
 		n++
 	}
 	return n
+}
+
+// RankOf returns where the consumer standing for project is in the
+// tree's rank order (0 is served first); a project outside the tree ranks
+// below every consumer (math.MaxInt - 1: still above "nobody").
+func (o *Order) RankOf(project string) int {
+	if o != nil && o.ix != nil {
+		if c, ok := o.ix.byProject[project]; ok {
+			return o.ix.pos[c]
+		}
+	}
+	return math.MaxInt - 1
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,7 +79,26 @@ type Report struct {
 	Changes    []own.Change    `json:"changes"`
 	Shortfalls []own.Shortfall `json:"shortfalls"`
 	MovedHosts int             `json:"moved_hosts"`
+	// Trigger is what ran the recomputation (one of the Trigger consts).
+	Trigger string `json:"trigger,omitempty"`
+	// HostsDigest is own.HostsDigest of the hosts it ran over: a refresh
+	// that reads other hosts recomputes.
+	HostsDigest string `json:"hosts_digest,omitempty"`
 }
+
+// What ran a recomputation (Report.Trigger).
+const (
+	// TriggerPlan: a plan write.
+	TriggerPlan = "plan"
+	// TriggerRequest: POST /v1/ownership/recompute.
+	TriggerRequest = "recompute"
+	// TriggerHosts: a refresh found the eligible hosts changed (added,
+	// removed, no longer reservable, moved between groups).
+	TriggerHosts = "hosts"
+	// TriggerRedistribute: the periodic redistribution of free owned
+	// hosts ([ownership] redistribute_interval).
+	TriggerRedistribute = "redistribute"
+)
 
 // Pure converts the stored plan to the allocator's model.
 func (p *Plan) Pure() *own.Plan {
@@ -125,7 +145,9 @@ func (p *Plan) Validate() error {
 			return errs.BadRequestf("consumer %q has a negative lend_grace_seconds in resource group %q", e.Consumer, e.Group)
 		}
 	}
-	return own.Validate(p.Pure())
+	// The service's hosts have one slot each (partial hosts are not
+	// offered), the default without hosts.
+	return own.Validate(p.Pure(), nil)
 }
 
 // HostLister lists the registered hosts (hosts.Service).
@@ -139,6 +161,24 @@ type Service struct {
 	hosts HostLister
 	now   func() time.Time
 	cur   atomic.Pointer[cache]
+
+	// refreshMu serializes Refresh (the periodic one and those after
+	// writes), and guards what follows.
+	refreshMu sync.Mutex
+	// redistribute is the periodic redistribution's interval (0: off);
+	// redistributed is when this replica last ran one.
+	redistribute  time.Duration
+	redistributed time.Time
+}
+
+// SetRedistributeInterval sets how often Refresh recomputes the ownership
+// to redistribute free owned hosts (0: never on a timer). The interval
+// runs from the last recomputation stored by any replica or the last
+// redistribution here, whichever is later.
+func (s *Service) SetRedistributeInterval(d time.Duration) {
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	s.redistribute = d
 }
 
 // New returns the service; now is the clock (nil: time.Now).
@@ -177,6 +217,10 @@ func (s *Service) Get(ctx context.Context) (*State, error) {
 // disruption) over the current hosts and their workload, and both stored
 // with generation gen+1. A stale gen is a Conflict (ConflictCode).
 func (s *Service) Update(ctx context.Context, gen int64, edit func(*Plan) error) (*State, error) {
+	return s.update(ctx, gen, edit, TriggerPlan)
+}
+
+func (s *Service) update(ctx context.Context, gen int64, edit func(*Plan) error, trigger string) (*State, error) {
 	cur, err := s.Get(ctx)
 	if err != nil {
 		return nil, err
@@ -194,7 +238,14 @@ func (s *Service) Update(ctx context.Context, gen int64, edit func(*Plan) error)
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return s.store(ctx, cur, p)
+	st, err := s.recompute(ctx, cur, p, trigger, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Refresh(ctx); err != nil {
+		slog.WarnContext(ctx, "ownership: refresh the view after a write", "err", err)
+	}
+	return st, nil
 }
 
 // Recompute recomputes the ownership of the plan at generation gen from
@@ -202,7 +253,7 @@ func (s *Service) Update(ctx context.Context, gen int64, edit func(*Plan) error)
 // hosts go to consumers short of their ownership, by rank) and stores it
 // with generation gen+1.
 func (s *Service) Recompute(ctx context.Context, gen int64) (*State, error) {
-	return s.Update(ctx, gen, func(*Plan) error { return nil })
+	return s.update(ctx, gen, func(*Plan) error { return nil }, TriggerRequest)
 }
 
 func stale(gen, cur int64) error {
@@ -210,7 +261,13 @@ func stale(gen, cur int64) error {
 		"The ownership plan was changed by another request: generation %d was given, the plan is at %d. Read it again and retry.", gen, cur)
 }
 
-func (s *Service) store(ctx context.Context, cur *State, p Plan) (*State, error) {
+// recompute computes p's ownership from cur's (the fewest hosts move)
+// over the current hosts and their workload, and stores it with
+// generation cur.Generation+1 (a Conflict when another write came
+// first). With onlyMoves a recomputation that changes nothing is not
+// stored (nil, nil): the periodic redistribution does not bump the
+// generation for nothing.
+func (s *Service) recompute(ctx context.Context, cur *State, p Plan, trigger string, onlyMoves bool) (*State, error) {
 	pure := p.Pure()
 	hs, err := s.Hosts(ctx, pure)
 	if err != nil {
@@ -220,9 +277,16 @@ func (s *Service) store(ctx context.Context, cur *State, p Plan) (*State, error)
 	if err != nil {
 		return nil, err
 	}
+	if onlyMoves && len(res.Changes) == 0 {
+		return nil, nil
+	}
+	digest, err := own.HostsDigest(pure, hs)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now().UTC()
 	st := &State{Generation: cur.Generation + 1, Plan: p, Ownership: res.Ownership, UpdatedAt: &now,
-		Report: Report{Changes: res.Changes, Shortfalls: res.Shortfalls, MovedHosts: res.MovedHosts}}
+		Report: Report{Changes: res.Changes, Shortfalls: res.Shortfalls, MovedHosts: res.MovedHosts, Trigger: trigger, HostsDigest: digest}}
 	pj, _ := json.Marshal(st.Plan)
 	oj, _ := json.Marshal(st.Ownership)
 	rj, _ := json.Marshal(st.Report)
@@ -238,10 +302,40 @@ func (s *Service) store(ctx context.Context, cur *State, p Plan) (*State, error)
 		}
 		return nil, stale(cur.Generation, latest.Generation)
 	}
-	if err := s.Refresh(ctx); err != nil {
-		slog.WarnContext(ctx, "ownership: refresh the view after a write", "err", err)
-	}
+	logReport(ctx, st)
 	return st, nil
+}
+
+// stepNames name the seed's recomputation steps in the log.
+var stepNames = map[int]string{1: "dropped", 2: "filled", 3: "trimmed", 4: "handed over after the grace period"}
+
+// logReport logs a stored recomputation: one line for the whole, then one
+// per kind of change (the seed's step) with its counts.
+func logReport(ctx context.Context, st *State) {
+	r := &st.Report
+	slog.InfoContext(ctx, "ownership: recomputed", "trigger", r.Trigger, "generation", st.Generation,
+		"moved_hosts", r.MovedHosts, "changes", len(r.Changes), "shortfalls", len(r.Shortfalls))
+	type count struct{ changes, gained, lost int }
+	by := map[int]*count{}
+	for _, c := range r.Changes {
+		n := by[c.Step]
+		if n == nil {
+			n = &count{}
+			by[c.Step] = n
+		}
+		n.changes++
+		if c.After > c.Before {
+			n.gained++
+		} else {
+			n.lost++
+		}
+	}
+	for step := 1; step <= 4; step++ {
+		if n := by[step]; n != nil {
+			slog.InfoContext(ctx, "ownership: "+stepNames[step], "trigger", r.Trigger, "generation", st.Generation,
+				"step", step, "changes", n.changes, "gained", n.gained, "lost", n.lost)
+		}
+	}
 }
 
 // Hosts returns the registered hosts as ownership sees them: a host that
@@ -352,8 +446,15 @@ type cache struct {
 
 // Refresh rebuilds the in-memory view that Pools answers from: after a
 // write here, and periodically (RunRefresh) for other replicas' writes and
-// host changes.
+// host changes. When the eligible hosts differ from those the stored
+// ownership was computed over (a host added, removed, no longer
+// reservable or in another group), or the redistribution interval has
+// passed, it first recomputes and stores the ownership as a plan write
+// does (from the stored ownership, at its generation: a replica that
+// loses the race takes the winner's).
 func (s *Service) Refresh(ctx context.Context) error {
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
 	st, err := s.Get(ctx)
 	if err != nil {
 		return err
@@ -371,12 +472,57 @@ func (s *Service) Refresh(ctx context.Context) error {
 	for _, h := range list {
 		hs = append(hs, own.Host{ID: h.ID, Properties: h.ExtraCapabilities, Down: !h.Reservable})
 	}
+	if trigger, err := s.due(st, pure, hs); err != nil {
+		return err
+	} else if trigger != "" {
+		if trigger == TriggerRedistribute {
+			s.redistributed = s.now()
+		}
+		nst, err := s.recompute(ctx, st, st.Plan, trigger, trigger == TriggerRedistribute)
+		switch {
+		case errs.Is(err, errs.Conflict):
+			// Another replica or a plan write came first: take its.
+			if st, err = s.Get(ctx); err != nil {
+				return err
+			}
+			pure = st.Plan.Pure()
+		case err != nil:
+			slog.WarnContext(ctx, "ownership: recompute", "trigger", trigger, "err", err)
+		case nst != nil:
+			st = nst
+		}
+	}
 	v, err := own.NewView(pure, hs, st.Ownership)
 	if err != nil {
 		return err
 	}
 	s.cur.Store(&cache{view: v})
 	return nil
+}
+
+// due says which recomputation a refresh over hs must run first ("" for
+// none): TriggerHosts when the eligible hosts are not those st was
+// computed over, TriggerRedistribute when the redistribution interval
+// has passed since st was stored and since the last redistribution here.
+func (s *Service) due(st *State, pure *own.Plan, hs []own.Host) (string, error) {
+	digest, err := own.HostsDigest(pure, hs)
+	if err != nil {
+		return "", err
+	}
+	if digest != st.Report.HostsDigest {
+		return TriggerHosts, nil
+	}
+	if s.redistribute <= 0 {
+		return "", nil
+	}
+	last := s.redistributed
+	if st.UpdatedAt != nil && st.UpdatedAt.After(last) {
+		last = *st.UpdatedAt
+	}
+	if s.now().Sub(last) >= s.redistribute {
+		return TriggerRedistribute, nil
+	}
+	return "", nil
 }
 
 // RunRefresh refreshes the view every period until ctx ends.
