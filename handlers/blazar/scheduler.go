@@ -31,6 +31,13 @@ func RegisterScheduler(rt *Router, svc *scheduler.Service) {
 		if err != nil {
 			return err
 		}
-		return WriteJSON(w, http.StatusOK, res)
+		// Result encodes itself (the bytes encoding/json would write);
+		// through json.Marshal its output would be validated and compacted
+		// once more, which costs more than the encoding.
+		b, err := res.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		return writeRawJSON(w, http.StatusOK, b)
 	})
 }
