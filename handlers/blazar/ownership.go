@@ -438,12 +438,23 @@ func (h *ownershipHandlers) deleteEntry(w http.ResponseWriter, r *http.Request) 
 	})
 }
 
-func (h *ownershipHandlers) explainFor(ctx context.Context, w http.ResponseWriter, project string, req *explainRequest) error {
+// explainFor answers for project (default: the caller's) its pools and,
+// with withLoans, its loans over the ?start_date=&end_date= window (GET
+// /ownership/projects/{id}), or with req, how that request would be served.
+func (h *ownershipHandlers) explainFor(w http.ResponseWriter, r *http.Request, project string, withLoans bool, req *explainRequest) error {
+	ctx := r.Context()
 	if project == "" {
 		project = auth.FromContext(ctx).ProjectID
 	}
 	if err := authorize(ctx, "leasehold:ownership:get_project", project); err != nil {
 		return err
+	}
+	var start, end time.Time
+	if withLoans {
+		var err error
+		if start, end, err = window(r); err != nil {
+			return err
+		}
 	}
 	ex, err := h.svc.Explain(ctx, project)
 	if err != nil {
@@ -452,6 +463,14 @@ func (h *ownershipHandlers) explainFor(ctx context.Context, w http.ResponseWrite
 	out := map[string]any{"project_id": ex.ProjectID, "consumer": ex.Consumer, "pools": ex.Pools, "refused": ex.Refused}
 	if ex.Note != "" {
 		out["note"] = ex.Note
+	}
+	if withLoans {
+		loans, err := h.svc.LoansOf(ctx, project, start, end)
+		if err != nil {
+			return err
+		}
+		out["window"] = map[string]string{"start_date": start.Format(time.RFC3339), "end_date": end.Format(time.RFC3339)}
+		out["loans"] = loans
 	}
 	if req != nil {
 		if h.req == nil {
@@ -523,7 +542,7 @@ func (r *explainRequest) lease(ctx context.Context, project string) (plugins.Lea
 }
 
 func (h *ownershipHandlers) project(w http.ResponseWriter, r *http.Request) error {
-	return h.explainFor(r.Context(), w, chi.URLParam(r, "project_id"), nil)
+	return h.explainFor(w, r, chi.URLParam(r, "project_id"), true, nil)
 }
 
 func (h *ownershipHandlers) explain(w http.ResponseWriter, r *http.Request) error {
@@ -538,7 +557,7 @@ func (h *ownershipHandlers) explain(w http.ResponseWriter, r *http.Request) erro
 	if !body.explainRequest.empty() {
 		req = &body.explainRequest
 	}
-	return h.explainFor(r.Context(), w, body.ProjectID, req)
+	return h.explainFor(w, r, body.ProjectID, false, req)
 }
 
 // parseDate reads a date as Blazar writes it ("YYYY-MM-DD HH:MM") or RFC

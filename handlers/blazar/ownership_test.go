@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/ownership"
 	"github.com/leasehold/leasehold/pkg/compute/standalone"
@@ -70,6 +72,12 @@ func TestOwnershipAPI(t *testing.T) {
 		{"unknown entry", "admin", "DELETE", "/ownership/consumers/a/groups/nope?generation=1", "", 404, "no plan entry"},
 		{"member reads its own view", "u:PA", "GET", "/ownership/projects/PA", "", 200, ""},
 		{"member may not read another project", "u:PA", "GET", "/ownership/projects/PB", "", 403, "leasehold:ownership:get_project"},
+		{"member's loans over a window", "u:PA", "GET", "/ownership/projects/PA?start_date=2030-02-01%2000:00&end_date=2030-02-02T00:00:00Z", "", 200, ""},
+		{"member's loans, not a date", "u:PA", "GET", "/ownership/projects/PA?start_date=tomorrow", "", 400, `start_date "tomorrow" is not a date`},
+		{"member's loans, empty window", "u:PA", "GET", "/ownership/projects/PA?start_date=2030-02-01%2000:00&end_date=2030-02-01%2000:00", "", 400,
+			"end_date must be after start_date"},
+		{"another project's loans: policy before the window", "u:PA", "GET", "/ownership/projects/PB?start_date=tomorrow", "", 403,
+			"leasehold:ownership:get_project"},
 		{"entry upsert", "admin", "PUT", "/ownership/consumers/b/groups/rack1", `{"generation": 1, "amount": 2}`, 200, ""},
 		{"recompute", "admin", "POST", "/ownership/recompute", `{"generation": 2}`, 200, ""},
 	}
@@ -95,6 +103,18 @@ func TestOwnershipAPI(t *testing.T) {
 	if o["generation"] != float64(3) || len(o["hosts"].([]any)) != 3 {
 		t.Fatalf("ownership = %v", o)
 	}
+	// A project's view carries its window and its (here empty) loans;
+	// the explain answer has neither.
+	status, body = call(t, h, "u:PA", "GET", "/ownership/projects/PA?start_date=2030-02-01%2000:00&end_date=2030-02-02%2000:00", "")
+	if status != 200 {
+		t.Fatalf("PA's view: %d %v", status, body)
+	}
+	ex := body["explanation"].(map[string]any)
+	want := map[string]any{"window": map[string]any{"start_date": "2030-02-01T00:00:00Z", "end_date": "2030-02-02T00:00:00Z"},
+		"loans": map[string]any{"lent": []any{}, "borrowed": []any{}}}
+	if diff := cmp.Diff(want, map[string]any{"window": ex["window"], "loans": ex["loans"]}); diff != "" {
+		t.Fatalf("PA's window and loans (-want +got):\n%s", diff)
+	}
 	// PB's member: owned, then dom's private pool, then a's lent host
 	// (3600 s ≥ b's 600 s), then the public pool.
 	status, body = call(t, h, "u:PB", "POST", "/ownership/explain", `{"project_id": "PB"}`)
@@ -107,5 +127,8 @@ func TestOwnershipAPI(t *testing.T) {
 	}
 	if strings.Join(kinds, ",") != "owned,lent,public" {
 		t.Fatalf("PB's pools = %v (%v)", kinds, body)
+	}
+	if _, ok := body["explanation"].(map[string]any)["loans"]; ok {
+		t.Fatalf("explain answers loans: %v", body)
 	}
 }

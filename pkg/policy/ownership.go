@@ -2,7 +2,8 @@ package policy
 
 // OwnershipRules returns the rules of Leasehold's ownership extension
 // (/v1/ownership): the plan and the computed ownership are the admin's;
-// a project's readers read the pools their own project draws from.
+// a project's readers read the pools their own project draws from and
+// the loans it takes part in.
 func OwnershipRules() []Rule {
 	project := []string{"project"}
 	v := func(path string) string { return "/{api_version}" + path }
@@ -18,7 +19,7 @@ func OwnershipRules() []Rule {
 				{"DELETE", v("/ownership/consumers/{consumer_id}/groups/{group_name}")}, {"POST", v("/ownership/recompute")}},
 			ScopeTypes: project},
 		{Name: "leasehold:ownership:get_project", Check: "rule:project_reader_or_admin",
-			Description: "Read which pools a project's requests draw from and why (the project's own view).",
+			Description: "Read which pools a project's requests draw from and why, and the loans over a window it takes part in (the project's own view).",
 			Operations:  []Operation{{"GET", v("/ownership/projects/{project_id}")}, {"POST", v("/ownership/explain")}}, ScopeTypes: project},
 	}
 }

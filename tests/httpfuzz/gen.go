@@ -469,6 +469,8 @@ func (g *Generator) query(ep endpoint) string {
 		keys = []string{"name", "status", "project_id", "lease_id", "reservation_id", "terminated", "detail", "sort_key"}
 	case "/v1/os-hosts/properties":
 		keys = []string{"detail", "all", "resource_type"}
+	case "/v1/ownership", "/v1/ownership/projects/{project}":
+		keys = []string{"start_date", "end_date"}
 	default:
 		keys = []string{"x", "limit"}
 	}
@@ -557,6 +559,9 @@ func (g *Generator) queryValue(k string) string {
 		return "_X,_Y"
 	case k == "associated":
 		return pick(g, []string{"true", "false", "maybe"})
+	case k == "start_date" || k == "end_date":
+		return pick(g, []string{"2030-01-01 00:00", "2030-01-02T00:00:00Z", "2030-01-02T00:00:00+14:00", "now",
+			"2030-13-01 00:00", "0001-01-01 00:00", "9999-12-31 23:59", "2030-01-01T00:00:00+25:00"})
 	}
 	return g.word()
 }

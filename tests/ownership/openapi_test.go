@@ -56,6 +56,8 @@ func TestOpenAPI(t *testing.T) {
 		{"admin", "GET", "/v1/ownership?start_date=2099-01-01%2000:00&end_date=2099-01-02%2000:00", "", 200},
 		{"admin", "GET", "/v1/ownership?start_date=tomorrow", "", 400},
 		{"u:PA", "GET", "/v1/ownership/projects/PA", "", 200},
+		{"u:PA", "GET", "/v1/ownership/projects/PA?start_date=2099-01-01%2000:00&end_date=2099-01-02%2000:00", "", 200},
+		{"u:PA", "GET", "/v1/ownership/projects/PA?start_date=tomorrow", "", 400},
 		{"u:PA", "GET", "/v1/ownership/projects/PB", "", 403},
 		{"u:PA", "POST", "/v1/ownership/explain", `{"project_id": "PA"}`, 200},
 		{"u:PA", "POST", "/v1/ownership/explain", `{"project_id": "PA", "min": 1, "start_date": "2099-01-01 00:00", "end_date": "2099-01-02 00:00"}`, 200},

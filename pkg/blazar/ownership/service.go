@@ -574,6 +574,11 @@ func (s *Service) Loans(ctx context.Context, start, end time.Time) ([]Loan, erro
 	if err != nil {
 		return nil, err
 	}
+	return s.loans(ctx, st, start, end)
+}
+
+// loans is Loans over the ownership of st.
+func (s *Service) loans(ctx context.Context, st *State, start, end time.Time) ([]Loan, error) {
 	pure := st.Plan.Pure()
 	parent, consumerOf := map[string]string{}, map[string]string{}
 	for _, c := range pure.Consumers {
@@ -605,7 +610,7 @@ func (s *Service) Loans(ctx context.Context, start, end time.Time) ([]Loan, erro
 		StartDate time.Time
 		EndDate   time.Time
 	}
-	err = s.db.WithContext(ctx).Raw(`SELECT a.compute_host_id AS host_id, l.id AS lease_id, l.project_id AS project_id, a.start_date AS start_date, a.end_date AS end_date
+	err := s.db.WithContext(ctx).Raw(`SELECT a.compute_host_id AS host_id, l.id AS lease_id, l.project_id AS project_id, a.start_date AS start_date, a.end_date AS end_date
  FROM computehost_allocations a JOIN reservations r ON r.id = a.reservation_id JOIN leases l ON l.id = r.lease_id
  WHERE a.start_date < ? AND a.end_date > ? ORDER BY a.compute_host_id, a.start_date`, end.UTC(), start.UTC()).Scan(&rows).Error
 	if err != nil {
@@ -628,6 +633,60 @@ func (s *Service) Loans(ctx context.Context, start, end time.Time) ([]Loan, erro
 		if !mine {
 			out = append(out, Loan{Host: r.HostID, Owner: owner, LeaseID: r.LeaseID, ProjectID: r.ProjectID, Borrower: b,
 				Start: r.StartDate.UTC(), End: r.EndDate.UTC()})
+		}
+	}
+	return out, nil
+}
+
+// ProjectLoans is one project's side of the loans over a window.
+type ProjectLoans struct {
+	// Lent: bookings by other projects of hosts the project's consumer
+	// holds.
+	Lent []ProjectLoan `json:"lent"`
+	// Borrowed: the project's bookings of hosts other consumers hold.
+	Borrowed []ProjectLoan `json:"borrowed"`
+}
+
+// ProjectLoan is a loan seen from one side: ProjectID and Consumer name
+// the other side (the borrower of a host lent, the holder of a host
+// borrowed; either may be "": a borrower outside the tree has no
+// consumer, a holder that is an inner consumer no project).
+type ProjectLoan struct {
+	Host      string    `json:"host"`
+	LeaseID   string    `json:"lease_id"`
+	ProjectID string    `json:"project_id"`
+	Consumer  string    `json:"consumer"`
+	Start     time.Time `json:"start_date"`
+	End       time.Time `json:"end_date"`
+}
+
+// LoansOf is Loans over [start, end) filtered to those that involve
+// project: hosts held by a consumer standing for it, and its own
+// bookings of hosts held outside its subtree. Nothing else is returned,
+// so it may answer the project's members.
+func (s *Service) LoansOf(ctx context.Context, project string, start, end time.Time) (*ProjectLoans, error) {
+	st, err := s.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.loans(ctx, st, start, end)
+	if err != nil {
+		return nil, err
+	}
+	projectOf := map[string]string{}
+	for _, c := range st.Plan.Consumers {
+		projectOf[c.ID] = c.ProjectID
+	}
+	out := &ProjectLoans{Lent: []ProjectLoan{}, Borrowed: []ProjectLoan{}}
+	for _, l := range all {
+		// Loans never lists a project's booking of a host its own
+		// consumer holds, so a loan is at most one of the two.
+		switch {
+		case project == "":
+		case projectOf[l.Owner] == project:
+			out.Lent = append(out.Lent, ProjectLoan{Host: l.Host, LeaseID: l.LeaseID, ProjectID: l.ProjectID, Consumer: l.Borrower, Start: l.Start, End: l.End})
+		case l.ProjectID == project:
+			out.Borrowed = append(out.Borrowed, ProjectLoan{Host: l.Host, LeaseID: l.LeaseID, ProjectID: projectOf[l.Owner], Consumer: l.Owner, Start: l.Start, End: l.End})
 		}
 	}
 	return out, nil
