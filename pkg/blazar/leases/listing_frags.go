@@ -38,16 +38,11 @@ type leaseFrag struct {
 // fragCache holds the leases' rendered objects by id, and the last admin
 // listing joined from them.
 type fragCache struct {
-	mu       sync.Mutex
+	mu       sync.RWMutex
 	m        map[string]*leaseFrag
 	last     []*leaseFrag
 	lastBody *renderedListing
 	rendered atomic.Int64 // objects rendered (tests)
-}
-
-type scannedLease struct {
-	id      string
-	version int64
 }
 
 // sortKey is the order of the listing as one string: the stored text of
@@ -86,7 +81,7 @@ func (s *Service) incremental(ctx context.Context, c Caller) (*renderedListing, 
 		id       sql.RawBytes
 		version  int64
 	)
-	fc.mu.Lock()
+	fc.mu.RLock()
 	err = db.EachRow(ctx, sqlDB, q, args, func(rows *sql.Rows) error {
 		if err := rows.Scan(&id, &version); err != nil {
 			return err
@@ -99,7 +94,7 @@ func (s *Service) incremental(ctx context.Context, c Caller) (*renderedListing, 
 		}
 		return nil
 	})
-	fc.mu.Unlock()
+	fc.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +114,7 @@ func (s *Service) incremental(ctx context.Context, c Caller) (*renderedListing, 
 		for i := range l.leases {
 			x := &l.leases[i]
 			v, ok := stale[x.l.ID]
-			// A lease written after the scan is left for the next
+			// A lease created after the scan is left for the next
 			// listing; one that was current is kept as it was.
 			if !ok {
 				continue
