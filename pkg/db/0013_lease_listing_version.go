@@ -2,6 +2,7 @@ package db
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/go-gormigrate/gormigrate/v2"
 	"gorm.io/gorm"
@@ -23,18 +24,21 @@ import (
 // listing has already seen.
 
 // listingOwners names, for each table shown in a lease's body, the
-// expression giving the id of the lease a row (%[1]s: NEW or OLD)
+// expressions giving the ids of the leases a row (%[1]s: NEW or OLD)
 // belongs to.
-var listingOwners = []struct{ table, owner string }{
-	{"reservations", "%[1]s.lease_id"},
-	{"events", "%[1]s.lease_id"},
+var listingOwners = []struct {
+	table  string
+	owners []string
+}{
+	{"reservations", []string{"%[1]s.lease_id"}},
+	{"events", []string{"%[1]s.lease_id"}},
 	// The listing shows pools under their reservation: both owners.
-	{"ownership_pools", "%[1]s.lease_id, (SELECT r.lease_id FROM reservations r WHERE r.id = %[1]s.reservation_id)"},
-	{"computehost_reservations", "(SELECT r.lease_id FROM reservations r WHERE r.id = %[1]s.reservation_id)"},
-	{"instance_reservations", "(SELECT r.lease_id FROM reservations r WHERE r.id = %[1]s.reservation_id)"},
-	{"floatingip_reservations", "(SELECT r.lease_id FROM reservations r WHERE r.id = %[1]s.reservation_id)"},
-	{"required_floatingips", "(SELECT r.lease_id FROM floatingip_reservations f JOIN reservations r ON r.id = f.reservation_id" +
-		" WHERE f.id = %[1]s.floating_ip_reservation_id)"},
+	{"ownership_pools", []string{"%[1]s.lease_id", "(SELECT r.lease_id FROM reservations r WHERE r.id = %[1]s.reservation_id)"}},
+	{"computehost_reservations", []string{"(SELECT r.lease_id FROM reservations r WHERE r.id = %[1]s.reservation_id)"}},
+	{"instance_reservations", []string{"(SELECT r.lease_id FROM reservations r WHERE r.id = %[1]s.reservation_id)"}},
+	{"floatingip_reservations", []string{"(SELECT r.lease_id FROM reservations r WHERE r.id = %[1]s.reservation_id)"}},
+	{"required_floatingips", []string{"(SELECT r.lease_id FROM floatingip_reservations f JOIN reservations r ON r.id = f.reservation_id" +
+		" WHERE f.id = %[1]s.floating_ip_reservation_id)"}},
 }
 
 // listingTriggers is the DDL of 0013's triggers on dialect name
@@ -57,23 +61,47 @@ func listingTriggers(name string) (ddl, names []string) {
 	} else {
 		add("lh_listing_leases_ins", "CREATE TRIGGER lh_listing_leases_ins AFTER INSERT ON leases FOR EACH ROW"+
 			" BEGIN UPDATE leases SET listing_version = abs(random() % 1000000000000000) WHERE id = NEW.id; END")
+		// An update that moved the counter up (the other triggers') is
+		// counted already.
 		add("lh_listing_leases_upd", "CREATE TRIGGER lh_listing_leases_upd AFTER UPDATE ON leases FOR EACH ROW"+
+			" WHEN NEW.listing_version <= OLD.listing_version"+
 			" BEGIN UPDATE leases SET listing_version = OLD.listing_version + 1 WHERE id = NEW.id; END")
 	}
 	for _, t := range listingOwners {
-		for _, op := range []struct{ name, event, owners string }{
-			{"ins", "INSERT", fmt.Sprintf(t.owner, "NEW")},
-			{"upd", "UPDATE", fmt.Sprintf(t.owner, "OLD") + ", " + fmt.Sprintf(t.owner, "NEW")},
-			{"del", "DELETE", fmt.Sprintf(t.owner, "OLD")},
+		for _, op := range []struct {
+			name, event string
+			rows        []string
+		}{
+			{"ins", "INSERT", []string{"NEW"}},
+			{"upd", "UPDATE", []string{"OLD", "NEW"}},
+			{"del", "DELETE", []string{"OLD"}},
 		} {
-			trigger := "lh_listing_" + t.table + "_" + op.name
-			stmt := "UPDATE leases SET listing_version = listing_version + 1 WHERE id IN (" + op.owners + ")"
-			if mysql {
-				// (The leases' own trigger counts from the old row.)
-				add(trigger, "CREATE TRIGGER "+trigger+" AFTER "+op.event+" ON "+t.table+" FOR EACH ROW "+stmt)
-			} else {
-				add(trigger, "CREATE TRIGGER "+trigger+" AFTER "+op.event+" ON "+t.table+" FOR EACH ROW BEGIN "+stmt+"; END")
+			var owners []string
+			for _, row := range op.rows {
+				for _, o := range t.owners {
+					owners = append(owners, fmt.Sprintf(o, row))
+				}
 			}
+			trigger := "lh_listing_" + t.table + "_" + op.name
+			head := "CREATE TRIGGER " + trigger + " AFTER " + op.event + " ON " + t.table + " FOR EACH ROW BEGIN "
+			if !mysql {
+				add(trigger, head+"UPDATE leases SET listing_version = listing_version + 1 WHERE id IN ("+strings.Join(owners, ", ")+"); END")
+				continue
+			}
+			// MySQL runs a single-table UPDATE whose IN list holds a
+			// subquery as a scan of every lease, locking each: the owners
+			// are read into variables first, so the update locks only
+			// their rows. (The leases' own trigger counts from the old
+			// row.)
+			var decl, set, vars []string
+			for i, o := range owners {
+				v := fmt.Sprintf("o%d", i)
+				decl = append(decl, "DECLARE "+v+" VARCHAR(36) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin; ")
+				set = append(set, "SET "+v+" = "+o+"; ")
+				vars = append(vars, v)
+			}
+			add(trigger, head+strings.Join(decl, "")+strings.Join(set, "")+
+				"UPDATE leases SET listing_version = listing_version + 1 WHERE id IN ("+strings.Join(vars, ", ")+"); END")
 		}
 	}
 	return ddl, names
