@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
-	"github.com/leasehold/leasehold/pkg/blazar/ownership"
 	"github.com/leasehold/leasehold/pkg/errs"
 )
 
@@ -94,37 +93,12 @@ func FuzzDecodeStrict(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		var plan struct {
-			generation
-			ownership.Plan
-		}
-		var consumer struct {
-			generation
-			ParentID           string `json:"parent_id"`
-			Rank               int    `json:"rank"`
-			ProjectID          string `json:"project_id"`
-			BorrowGraceSeconds int64  `json:"borrow_grace_seconds"`
-			LendingLimit       *int   `json:"lending_limit"`
-		}
-		var group struct {
-			generation
-			Hosts      []string          `json:"hosts"`
-			Properties map[string]string `json:"properties"`
-		}
-		var entry struct {
-			generation
-			Amount           int     `json:"amount"`
-			Partial          bool    `json:"partial"`
-			Preference       int     `json:"preference"`
-			ShareRatio       float64 `json:"share_ratio"`
-			Lend             bool    `json:"lend"`
-			LendGraceSeconds int64   `json:"lend_grace_seconds"`
-			Reclaim          bool    `json:"reclaim"`
-		}
+		var plan planBody
+		var consumer consumerBody
+		var group groupBody
+		var entry entryBody
 		var gen generation
-		var explain struct {
-			ProjectID string `json:"project_id"`
-		}
+		var explain explainBody
 		for _, dst := range []any{&plan, &consumer, &group, &entry, &gen, &explain} {
 			err := decodeStrict(fuzzRequest("application/json", body), dst)
 			badRequestOnly(t, body, err)

@@ -247,14 +247,47 @@ func cmpString(a, b string) int {
 	return 0
 }
 
+// The bodies of the ownership API's writes, named so that the decoding's
+// fuzz target decodes exactly what the handlers decode.
+type (
+	planBody struct {
+		generation
+		ownership.Plan
+	}
+	consumerBody struct {
+		generation
+		ParentID           string `json:"parent_id"`
+		Rank               int    `json:"rank"`
+		ProjectID          string `json:"project_id"`
+		BorrowGraceSeconds int64  `json:"borrow_grace_seconds"`
+		LendingLimit       *int   `json:"lending_limit"`
+	}
+	groupBody struct {
+		generation
+		Hosts      []string          `json:"hosts"`
+		Properties map[string]string `json:"properties"`
+	}
+	entryBody struct {
+		generation
+		Amount           int     `json:"amount"`
+		Partial          bool    `json:"partial"`
+		Preference       int     `json:"preference"`
+		ShareRatio       float64 `json:"share_ratio"`
+		Lend             bool    `json:"lend"`
+		LendGraceSeconds int64   `json:"lend_grace_seconds"`
+		Reclaim          bool    `json:"reclaim"`
+	}
+	explainBody struct {
+		ProjectID string `json:"project_id"`
+		explainRequest
+	}
+)
+
 func (h *ownershipHandlers) putPlan(w http.ResponseWriter, r *http.Request) error {
 	if err := authorize(r.Context(), "leasehold:ownership:update", ""); err != nil {
 		return err
 	}
-	var body struct {
-		generation
-		ownership.Plan
-	}
+	var body planBody
 	if err := decodeStrict(r, &body); err != nil {
 		return err
 	}
@@ -285,14 +318,7 @@ func (h *ownershipHandlers) putConsumer(w http.ResponseWriter, r *http.Request) 
 		return err
 	}
 	id := chi.URLParam(r, "consumer_id")
-	var body struct {
-		generation
-		ParentID           string `json:"parent_id"`
-		Rank               int    `json:"rank"`
-		ProjectID          string `json:"project_id"`
-		BorrowGraceSeconds int64  `json:"borrow_grace_seconds"`
-		LendingLimit       *int   `json:"lending_limit"`
-	}
+	var body consumerBody
 	if err := decodeStrict(r, &body); err != nil {
 		return err
 	}
@@ -342,11 +368,7 @@ func (h *ownershipHandlers) putGroup(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	name := chi.URLParam(r, "group_name")
-	var body struct {
-		generation
-		Hosts      []string          `json:"hosts"`
-		Properties map[string]string `json:"properties"`
-	}
+	var body groupBody
 	if err := decodeStrict(r, &body); err != nil {
 		return err
 	}
@@ -390,16 +412,7 @@ func (h *ownershipHandlers) putEntry(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	id, name := chi.URLParam(r, "consumer_id"), chi.URLParam(r, "group_name")
-	var body struct {
-		generation
-		Amount           int     `json:"amount"`
-		Partial          bool    `json:"partial"`
-		Preference       int     `json:"preference"`
-		ShareRatio       float64 `json:"share_ratio"`
-		Lend             bool    `json:"lend"`
-		LendGraceSeconds int64   `json:"lend_grace_seconds"`
-		Reclaim          bool    `json:"reclaim"`
-	}
+	var body entryBody
 	if err := decodeStrict(r, &body); err != nil {
 		return err
 	}
@@ -546,10 +559,7 @@ func (h *ownershipHandlers) project(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (h *ownershipHandlers) explain(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		ProjectID string `json:"project_id"`
-		explainRequest
-	}
+	var body explainBody
 	if err := decodeStrict(r, &body); err != nil {
 		return err
 	}
