@@ -1,25 +1,12 @@
 package instance
 
 import (
-	"bytes"
-	"encoding/json"
 	"testing"
 
 	"github.com/leasehold/leasehold/pkg/errs"
 	"github.com/leasehold/leasehold/plugins"
+	"github.com/leasehold/leasehold/plugins/pluginstest"
 )
-
-// jsonObject decodes s as the API does (numbers kept as json.Number);
-// ok is false for anything but a JSON object.
-func jsonObject(s string) (plugins.Values, bool) {
-	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
-	dec.UseNumber()
-	var v map[string]any
-	if dec.Decode(&v) != nil || v == nil {
-		return nil, false
-	}
-	return v, true
-}
 
 // FuzzParse: any JSON object as a virtual:instance reservation, new or as
 // an update of a parsed one, is refused as a bad request (never a panic
@@ -53,7 +40,7 @@ func FuzzParse(f *testing.F) {
 		return true
 	}
 	f.Fuzz(func(t *testing.T, create, update string) {
-		v, ok := jsonObject(create)
+		v, ok := pluginstest.JSONObject(create)
 		if !ok {
 			return
 		}
@@ -65,7 +52,7 @@ func FuzzParse(f *testing.F) {
 		if !check(t, create, ps, err) {
 			return
 		}
-		u, ok := jsonObject(update)
+		u, ok := pluginstest.JSONObject(update)
 		if !ok {
 			return
 		}
