@@ -16,9 +16,11 @@ import (
 	"github.com/pb33f/libopenapi-validator/config"
 )
 
-func ownershipValidator(t *testing.T) validator.Validator {
+// specValidator reads the OpenAPI document at path and returns its
+// validator (format assertions on).
+func specValidator(t *testing.T, path string) validator.Validator {
 	t.Helper()
-	raw, err := os.ReadFile(specPath)
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func getChecked(t *testing.T, ts *httptest.Server, val validator.Validator, toke
 // window, exactly the loans its project takes part in, from its side.
 func TestMembersSeeTheirLoans(t *testing.T) {
 	ts := start(t)
-	val := ownershipValidator(t)
+	val := specValidator(t, specPath)
 	for i := 1; i <= 3; i++ {
 		if status, body := do(t, ts, "admin", "POST", "/v1/os-hosts", fmt.Sprintf(`{"name": "c%d", "rack": "r1"}`, i)); status != 201 && status != 200 {
 			t.Fatalf("create host: %d %v", status, body)

@@ -4,13 +4,8 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/pb33f/libopenapi"
-	validator "github.com/pb33f/libopenapi-validator"
-	"github.com/pb33f/libopenapi-validator/config"
 )
 
 var specPath = filepath.Join("..", "..", "etc", "openapi", "ownership.yaml")
@@ -19,18 +14,7 @@ var specPath = filepath.Join("..", "..", "etc", "openapi", "ownership.yaml")
 // and the server's requests and answers for every operation it lists
 // (successes and errors) match it.
 func TestOpenAPI(t *testing.T) {
-	raw, err := os.ReadFile(specPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := libopenapi.NewDocument(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	val, verrs := validator.NewValidator(doc, config.WithFormatAssertions())
-	if len(verrs) > 0 {
-		t.Fatalf("validator: %v", verrs)
-	}
+	val := specValidator(t, specPath)
 	if ok, errs := val.ValidateDocument(); !ok {
 		for _, e := range errs {
 			t.Errorf("%s: %v", specPath, e)

@@ -7,15 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
-	"github.com/pb33f/libopenapi-validator/config"
 )
 
 // leaseBody creates a lease of project for n hosts over [start, end).
@@ -95,23 +92,6 @@ func getLease(t *testing.T, ts *httptest.Server, val validator.Validator, id str
 	return out["lease"]
 }
 
-func blazarValidator(t *testing.T) validator.Validator {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "etc", "openapi", "blazar-v1.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := libopenapi.NewDocument(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	val, verrs := validator.NewValidator(doc, config.WithFormatAssertions())
-	if len(verrs) > 0 {
-		t.Fatalf("validator: %v", verrs)
-	}
-	return val
-}
-
 // TestPoolsLimitsAndReclaim: two projects under one parent over HTTP. a
 // (PA) owns one host, b (PB) two, which b lends with a grace period of an
 // hour and a lending limit of one. PA's leases show where their hosts came
@@ -120,7 +100,7 @@ func blazarValidator(t *testing.T) validator.Validator {
 // shortened and both leases say so.
 func TestPoolsLimitsAndReclaim(t *testing.T) {
 	ts := start(t)
-	val := blazarValidator(t)
+	val := specValidator(t, filepath.Join("..", "..", "etc", "openapi", "blazar-v1.yaml"))
 	for i := 1; i <= 3; i++ {
 		if status, body := do(t, ts, "admin", "POST", "/v1/os-hosts", fmt.Sprintf(`{"name": "c%d", "rack": "r1"}`, i)); status != 201 && status != 200 {
 			t.Fatalf("create host: %d %v", status, body)
@@ -229,7 +209,7 @@ func TestPoolsLimitsAndReclaim(t *testing.T) {
 // blazar-v1.yaml) lists where each host came from.
 func TestUpdateDrawsFromPools(t *testing.T) {
 	ts := start(t)
-	val := blazarValidator(t)
+	val := specValidator(t, filepath.Join("..", "..", "etc", "openapi", "blazar-v1.yaml"))
 	for i := 1; i <= 4; i++ {
 		if status, body := do(t, ts, "admin", "POST", "/v1/os-hosts", fmt.Sprintf(`{"name": "c%d", "rack": "r1"}`, i)); status != 201 && status != 200 {
 			t.Fatalf("create host: %d %v", status, body)
