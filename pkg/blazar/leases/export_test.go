@@ -11,7 +11,3 @@ func PlanCreate(s *Service, c Caller, req CreateRequest) error {
 	_, err := s.planCreate(context.Background(), c, req)
 	return err
 }
-
-// RenderedLeases is how many lease objects s has rendered for its
-// listings.
-func RenderedLeases(s *Service) int64 { return s.frags.rendered.Load() }
