@@ -74,8 +74,8 @@ type Result struct {
 }
 
 // MarshalJSON writes the bytes encoding/json writes for Result (hosts in
-// order, rejected hosts by sorted name, HTML-safe escaping) without
-// reflection: an answer names every candidate host, and encoding/json's
+// order, rejected hosts by sorted name, strings as leases.AppendString
+// writes them) without reflection: an answer names every candidate host, and encoding/json's
 // reflective map encoding and key sort were half of the endpoint's CPU.
 func (r Result) MarshalJSON() ([]byte, error) {
 	keys := make([]string, 0, len(r.Rejected))
@@ -98,7 +98,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, h)
+			b = leases.AppendString(b, h)
 		}
 		b = append(b, ']')
 	}
@@ -111,27 +111,13 @@ func (r Result) MarshalJSON() ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = leases.AppendString(b, k)
 			b = append(b, ':')
-			b = appendJSONString(b, r.Rejected[k])
+			b = leases.AppendString(b, r.Rejected[k])
 		}
 		b = append(b, '}')
 	}
 	return append(b, '}'), nil
-}
-
-// appendJSONString appends s as encoding/json writes it: printable ASCII
-// that needs no escape as is, anything else through encoding/json itself.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string never fails to encode
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // Service decides filter requests.
