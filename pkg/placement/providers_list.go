@@ -76,11 +76,49 @@ type providerRow struct {
 
 // providerRowCache holds every provider's row as of one SQLite
 // data_version (which changes with any commit by any connection or
-// process), so listings between writes read no rows at all.
+// process), so listings between writes read no rows at all. The rows
+// read by id (in_tree: nova-compute asks for its own tree on every
+// update) are kept too, under the version they were read at, up to
+// providerRowsSomeMax of them.
 type providerRowCache struct {
-	mu   sync.Mutex
-	dv   int64
-	rows []providerRow // id order; never modified once stored
+	mu     sync.Mutex
+	dv     int64
+	rows   []providerRow // id order; never modified once stored
+	someDV int64
+	some   map[int64]providerRow
+}
+
+const providerRowsSomeMax = 4096
+
+// kept returns the rows of ids read at dv, or nil when any is missing.
+func (c *providerRowCache) kept(dv int64, ids []int64) []providerRow {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.some == nil || c.someDV != dv {
+		return nil
+	}
+	rows := make([]providerRow, 0, len(ids))
+	for _, id := range ids {
+		r, ok := c.some[id]
+		if !ok {
+			return nil
+		}
+		rows = append(rows, r)
+	}
+	slices.SortFunc(rows, func(a, b providerRow) int { return cmp.Compare(a.id, b.id) })
+	return rows
+}
+
+// keep stores rows read by id at dv.
+func (c *providerRowCache) keep(dv int64, rows []providerRow) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.some == nil || c.someDV != dv || len(c.some)+len(rows) > providerRowsSomeMax {
+		c.some, c.someDV = make(map[int64]providerRow, len(rows)), dv
+	}
+	for _, r := range rows {
+		c.some[r.id] = r
+	}
 }
 
 // providerRows returns the providers refs (in id order) with their own
@@ -112,15 +150,23 @@ func (s *Service) providerRows(ctx context.Context, refs []candidates.ProviderRe
 				ids[i] = r.ID
 			}
 		}
-		var err error
-		if rows, err = s.readProviderRows(ctx, ids); err != nil {
-			return nil, err
+		if haveDV && ids != nil {
+			rows = s.provRows.kept(dv, ids)
 		}
-		if haveDV && ids == nil {
-			c := s.provRows
-			c.mu.Lock()
-			c.dv, c.rows = dv, rows
-			c.mu.Unlock()
+		if rows == nil {
+			var err error
+			if rows, err = s.readProviderRows(ctx, ids); err != nil {
+				return nil, err
+			}
+			switch {
+			case haveDV && ids == nil:
+				c := s.provRows
+				c.mu.Lock()
+				c.dv, c.rows = dv, rows
+				c.mu.Unlock()
+			case haveDV:
+				s.provRows.keep(dv, rows)
+			}
 		}
 	}
 	for i := range refs {

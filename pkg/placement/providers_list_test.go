@@ -204,37 +204,52 @@ func listWrite(t *rapid.T, s *Service, uuids []string) {
 	}
 }
 
-// TestListProvidersSeesRename checks the cached provider rows follow a
-// rename made through another Service on the same database (renames
-// change no generation, so only the data version tells).
+// TestListProvidersSeesRename checks the cached provider rows (all of
+// them, and those of one tree read by id for in_tree) follow a rename
+// made through another Service on the same database (renames change no
+// generation, so only the data version tells).
 func TestListProvidersSeesRename(t *testing.T) {
-	d := dbtest.Open(t)
-	s, other := NewService(d, Config{}), NewService(d, Config{})
-	ctx := context.Background()
-	p, err := other.CreateProvider(ctx, "before", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := func() []string {
-		t.Helper()
-		ps, err := s.ListProviders(ctx, ProviderFilter{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, p := range ps {
-			out = append(out, p.Name)
-		}
-		return out
-	}
-	if diff := cmp.Diff([]string{"before"}, names()); diff != "" {
-		t.Fatal(diff)
-	}
-	if _, err := other.UpdateProvider(ctx, p.UUID, "after", false, nil, true); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"after"}, names()); diff != "" {
-		t.Fatalf("after the rename (-want +got):\n%s", diff)
+	for _, inTree := range []bool{false, true} {
+		t.Run(fmt.Sprintf("in_tree=%v", inTree), func(t *testing.T) {
+			d := dbtest.Open(t)
+			s, other := NewService(d, Config{}), NewService(d, Config{})
+			ctx := context.Background()
+			p, err := other.CreateProvider(ctx, "before", "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := other.CreateProvider(ctx, "z-other", "", nil); err != nil {
+				t.Fatal(err)
+			}
+			f, want := ProviderFilter{}, []string{"before", "z-other"}
+			if inTree {
+				f, want = ProviderFilter{InTree: p.UUID}, []string{"before"}
+			}
+			names := func() []string {
+				t.Helper()
+				ps, err := s.ListProviders(ctx, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []string
+				for _, p := range ps {
+					out = append(out, p.Name)
+				}
+				return out
+			}
+			for range 2 { // the second from the kept rows
+				if diff := cmp.Diff(want, names()); diff != "" {
+					t.Fatal(diff)
+				}
+			}
+			if _, err := other.UpdateProvider(ctx, p.UUID, "after", false, nil, true); err != nil {
+				t.Fatal(err)
+			}
+			want[0] = "after"
+			if diff := cmp.Diff(want, names()); diff != "" {
+				t.Fatalf("after the rename (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
