@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make bench-placement: GET /allocation_candidates (and, on the flat
-# dataset, GET /resource_providers with filters) under load, Leasehold vs
+# make bench-placement: GET /allocation_candidates (and, on the flat and
+# nested datasets, GET /resource_providers with filters) under load, Leasehold vs
 # the real Placement 8.0.0 (Debian placement-api, started beside it by
 # ../shared/conformance/placement/real-placement-server.sh; install it with
 # `setup.sh full`). For each perfload dataset (scripts/benchplacement):
@@ -104,9 +104,9 @@ for ds in $DATASETS; do
   fi
   "$WORK/benchplacement" bench -dataset "$ds" -c "$CONCURRENCY" -duration "$DURATION" "${extra[@]}" "${targets[@]}" \
     | tee -a "$OUT/results.jsonl" | grep '^#' | tee -a "$OUT/results.txt" || true
-  if [ "$ds" = flat ]; then
+  if [ "$ds" = flat ] || [ "$ds" = nested ]; then
     # GET /resource_providers with the resources (and member_of, required)
-    # filters on the same providers.
+    # and in_tree filters on the same providers.
     "$WORK/benchplacement" bench -path /resource_providers -dataset "$ds" -c "$CONCURRENCY" -duration "$DURATION" "${targets[@]}" \
       | tee -a "$OUT/results.jsonl" | grep '^#' | tee -a "$OUT/results.txt" || true
   fi
