@@ -12,8 +12,10 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
+	"github.com/leasehold/leasehold/pkg/compute/standalone"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 )
 
@@ -35,11 +37,39 @@ func fresh(t interface {
 	return string(b)
 }
 
+// freshAllocations is the unfiltered allocation listing of hs read with
+// the SQL join and written by encoding/json, without any cache.
+func freshAllocations(t interface {
+	Helper()
+	Fatal(...any)
+}, hs *hosts.Service) string {
+	t.Helper()
+	all, err := hs.Allocations(context.Background(), hosts.AllocationFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]map[string]any, len(all))
+	for i, h := range all {
+		res := make([]map[string]any, len(h.Reservations))
+		for j, x := range h.Reservations {
+			res[j] = map[string]any{"id": x.ID, "lease_id": x.LeaseID,
+				"start_date": leases.FormatDate(x.StartDate), "end_date": leases.FormatDate(x.EndDate)}
+		}
+		out[i] = map[string]any{"resource_id": h.ResourceID, "reservations": res}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // TestListingPropertyAfterWrites: after any sequence of writes — leases
 // created, updated, deleted and their events run through the service of
 // process A or B, rows of a lease's body written by raw SQL in B, the
 // clock moved, the change log compacted — A's listing (kept lease objects, the cached body) is
-// byte for byte a fresh uncached render, for the admin and for members.
+// byte for byte a fresh uncached render, for the admin and for members,
+// and so is A's allocation listing.
 func TestListingPropertyAfterWrites(t *testing.T) {
 	for _, dialect := range dbtest.Dialects() {
 		t.Run(string(dialect), func(t *testing.T) {
@@ -48,6 +78,15 @@ func TestListingPropertyAfterWrites(t *testing.T) {
 			clock := leasestest.NewClock(t0)
 			a, _ := leasestest.New(da, leasestest.NewHosts(6, nil), clock, leasestest.Options{MinutesBeforeEndLease: 60})
 			b, _ := leasestest.New(dbB, leasestest.NewHosts(6, nil), clock, leasestest.Options{MinutesBeforeEndLease: 60})
+			// The hosts the fake source offers, registered (ids 1 to 6) so
+			// the allocation listing shows them.
+			ha := hosts.New(da, standalone.New(nil))
+			ha.SetClock(clock.Now)
+			for i := range 6 {
+				if _, err := ha.Create(ctx, map[string]any{"name": fmt.Sprint("compute-", i+1)}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			admin := leases.Caller{UserID: "a", ProjectID: "admin", Admin: true}
 			callers := []leases.Caller{admin, owner, {UserID: "u2", ProjectID: "p2"}}
 			day := 0
@@ -122,6 +161,13 @@ func TestListingPropertyAfterWrites(t *testing.T) {
 					if diff := cmp.Diff(fresh(rt, a, c), string(got)); diff != "" {
 						rt.Fatalf("op %d, %s: listing differs from a fresh render (-want +got):\n%s", op, c.ProjectID, diff)
 					}
+				}
+				got, err := ha.AllocationsJSON(ctx, hosts.AllocationFilter{})
+				if err != nil {
+					rt.Fatal(err)
+				}
+				if diff := cmp.Diff(freshAllocations(rt, ha), string(got)); diff != "" {
+					rt.Fatalf("op %d: allocation listing differs from a fresh render (-want +got):\n%s", op, diff)
 				}
 			})
 		})
