@@ -19,7 +19,7 @@ import (
 //
 // The rows are read without locks; then, a batch of leases at a time in
 // one transaction, exactly the row ids read are deleted and one row per
-// lease with their sum inserted. Only a compaction deletes log rows, so
+// lease with their sum inserted (a few multi-row statements). Only a compaction deletes log rows, so
 // a delete that finds fewer rows than it read lost a race with another
 // compaction (another process, another node): the batch is undone and
 // left to the next run. A row a writer adds meanwhile is not among the
@@ -30,8 +30,9 @@ import (
 // compaction deleted first.
 var errCompactRace = errors.New("db: lease_changes rows compacted by another run")
 
-// compactBatch is how many leases one compaction transaction folds.
-const compactBatch = 200
+// compactBatch is how many leases one compaction transaction folds: a
+// few statements each, so the transaction stays short.
+const compactBatch = 1000
 
 // CompactLeaseChanges folds the rows of lease_changes as described
 // above and returns how many rows it removed.
@@ -83,30 +84,32 @@ func (d *DB) CompactLeaseChanges(ctx context.Context) (int, error) {
 	removed := 0
 	for from := 0; from < len(todo); from += compactBatch {
 		batch := todo[from:min(from+compactBatch, len(todo))]
-		n := 0
+		var ids []any
+		var values []any
+		for _, g := range batch {
+			for _, id := range g.ids {
+				ids = append(ids, id)
+			}
+			values = append(values, g.lease, g.sum)
+		}
 		err := d.Write(ctx, func(tx *gorm.DB) error {
-			n = 0
-			for _, g := range batch {
-				// Chunks of 500 ids stay far from the dialects' limits
-				// on bound parameters.
-				for i := 0; i < len(g.ids); i += 500 {
-					ids := g.ids[i:min(i+500, len(g.ids))]
-					args := make([]any, len(ids))
-					for j, id := range ids {
-						args[j] = id
-					}
-					res := tx.Exec("DELETE FROM "+LeaseChangesTable+" WHERE id IN ("+strings.Repeat(",?", len(ids))[1:]+")", args...)
-					if res.Error != nil {
-						return res.Error
-					}
-					if res.RowsAffected != int64(len(ids)) {
-						return errCompactRace
-					}
+			// Chunks of 500 stay far from the dialects' limits on bound
+			// parameters.
+			for i := 0; i < len(ids); i += 500 {
+				chunk := ids[i:min(i+500, len(ids))]
+				res := tx.Exec("DELETE FROM "+LeaseChangesTable+" WHERE id IN ("+strings.Repeat(",?", len(chunk))[1:]+")", chunk...)
+				if res.Error != nil {
+					return res.Error
 				}
-				if err := tx.Exec("INSERT INTO "+LeaseChangesTable+" (lease_id, n) VALUES (?, ?)", g.lease, g.sum).Error; err != nil {
+				if res.RowsAffected != int64(len(chunk)) {
+					return errCompactRace
+				}
+			}
+			for i := 0; i < len(values); i += 500 {
+				chunk := values[i:min(i+500, len(values))]
+				if err := tx.Exec("INSERT INTO "+LeaseChangesTable+" (lease_id, n) VALUES "+strings.Repeat(",(?, ?)", len(chunk)/2)[1:], chunk...).Error; err != nil {
 					return err
 				}
-				n += len(g.ids) - 1
 			}
 			return nil
 		}, opts...)
@@ -116,7 +119,7 @@ func (d *DB) CompactLeaseChanges(ctx context.Context) (int, error) {
 		if err != nil {
 			return removed, err
 		}
-		removed += n
+		removed += len(ids) - len(batch)
 	}
 	return removed, nil
 }
