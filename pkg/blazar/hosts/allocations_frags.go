@@ -57,10 +57,11 @@ func (s *Service) incrementalAllocations(ctx context.Context, now time.Time) (bo
 		return nil, time.Time{}, err
 	}
 	fa := &s.allocFrags
-	total, _, err := leases.ChangeTotal(ctx, sqlDB)
+	vs, err := leases.ReadVersions(ctx, sqlDB)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
+	total := vs.Total
 	ids, err := hostIDs(ctx, sqlDB)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -75,7 +76,8 @@ func (s *Service) incrementalAllocations(ctx context.Context, now time.Time) (bo
 		stale = map[string]int64{}
 		ids2  []string
 	)
-	err = leases.EachVersion(ctx, sqlDB, nil, func(id []byte, version int64) {
+	err = leases.EachLease(ctx, sqlDB, nil, func(id []byte) {
+		version := vs.Sums[string(id)]
 		if e := fa.m[string(id)]; e != nil && e.version == version {
 			keep[string(id)] = e
 			return

@@ -16,9 +16,10 @@ import (
 // at: the sum of the lease's rows in lease_changes, a log the database
 // itself appends to (triggers, see pkg/db 0013) in the transaction of
 // any write to a row the object shows, whoever writes it. A listing
-// first reads the log's total (the sum of every row): equal to the one
-// the last listing was joined at, nothing listed changed and that body
-// is served. Else it reads (id, version) of its leases in one query,
+// first reads every lease's version from the log's index alone, and
+// their total: equal to the one the last listing was joined at, nothing
+// listed changed and that body is served. Else it reads the ids of its
+// leases (an index too),
 // reuses the objects whose version is unchanged, reads and renders only
 // the others (all of them at once when they are many, else 500 at a
 // time by id) and joins the objects in listing order. Rows are read
@@ -75,10 +76,11 @@ func (s *Service) incremental(ctx context.Context, c Caller) (*renderedListing, 
 		return nil, err
 	}
 	fc := &s.frags
-	total, logRows, err := ChangeTotal(ctx, sqlDB)
+	vs, err := ReadVersions(ctx, sqlDB)
 	if err != nil {
 		return nil, err
 	}
+	total := vs.Total
 	fc.mu.RLock()
 	last, lastTotal := fc.lastBody, fc.lastTotal
 	fc.mu.RUnlock()
@@ -100,7 +102,8 @@ func (s *Service) incremental(ctx context.Context, c Caller) (*renderedListing, 
 		project = &c.ProjectID
 	}
 	fc.mu.RLock()
-	err = EachVersion(ctx, sqlDB, project, func(id []byte, version int64) {
+	err = EachLease(ctx, sqlDB, project, func(id []byte) {
+		version := vs.Sums[string(id)]
 		if f := fc.m[string(id)]; f != nil && f.version == version {
 			frags = append(frags, f)
 		} else {
@@ -113,7 +116,7 @@ func (s *Service) incremental(ctx context.Context, c Caller) (*renderedListing, 
 		return nil, err
 	}
 	nScan := len(frags) + len(staleIDs)
-	if c.Admin && logRows > int64(2*nScan+compactSlack) {
+	if c.Admin && vs.Rows > int64(nScan+compactSlack) {
 		s.compactSoon()
 	}
 	if len(staleIDs) > 0 {
@@ -190,8 +193,9 @@ func (s *Service) incremental(ctx context.Context, c Caller) (*renderedListing, 
 	return r, nil
 }
 
-// compactSlack is how many more log rows than two per lease the listing
-// lets pile up before it starts a compaction.
+// compactSlack is how many more log rows than one per lease the listing
+// lets pile up before it starts a compaction: every listing after a
+// write scans them all.
 const compactSlack = 1024
 
 // compactSoon starts a compaction of the log in the background unless
@@ -215,32 +219,56 @@ func (s *Service) compactSoon() {
 	}()
 }
 
-// ChangeTotal reads the sum and the number of the rows of lease_changes
-// (pkg/db 0013) in one statement. The sum grows with every commit that
-// changes a row a lease listing or the allocation listing shows, and
-// compaction keeps it: equal sums, nothing listed changed in between.
-func ChangeTotal(ctx context.Context, d *sql.DB) (sum, rows int64, err error) {
-	err = d.QueryRowContext(ctx, "SELECT COALESCE(SUM(n), 0), COUNT(*) FROM "+db.LeaseChangesTable).Scan(&sum, &rows)
-	return sum, rows, err
+// Versions is what lease_changes (pkg/db 0013) says of every lease.
+type Versions struct {
+	// Sums is the version of each lease with rows (absent: 0), and of
+	// gone leases whose rows are not compacted yet.
+	Sums map[string]int64
+	// Total is the sum of every row: it grows with every commit that
+	// changes a row a lease listing or the allocation listing shows, and
+	// compaction keeps it, so equal totals mean nothing listed changed
+	// in between. Rows is the number of rows.
+	Total, Rows int64
 }
 
-// EachVersion calls fn with the id and the version (the sum of its
-// lease_changes rows) of every lease, or of project's when project is
-// not nil, in one statement. id is the driver's buffer, valid during
-// the call only.
-func EachVersion(ctx context.Context, d *sql.DB, project *string, fn func(id []byte, version int64)) error {
-	q := "SELECT l.id, COALESCE(SUM(c.n), 0) FROM leases l LEFT JOIN " + db.LeaseChangesTable + " c ON c.lease_id = l.id"
-	var args []any
-	if project != nil {
-		q, args = q+" WHERE l.project_id = ?", []any{*project}
-	}
-	var id sql.RawBytes
-	var version int64
-	return db.EachRow(ctx, d, q+" GROUP BY l.id", args, func(rows *sql.Rows) error {
-		if err := rows.Scan(&id, &version); err != nil {
+// ReadVersions reads Versions in one statement, a scan of the index
+// (lease_id, n) alone.
+func ReadVersions(ctx context.Context, d *sql.DB) (*Versions, error) {
+	v := &Versions{}
+	var (
+		id       sql.RawBytes
+		sum, cnt int64
+	)
+	err := db.EachRow(ctx, d, "SELECT lease_id, SUM(n), COUNT(*) FROM "+db.LeaseChangesTable+" GROUP BY lease_id", nil, func(rows *sql.Rows) error {
+		if err := rows.Scan(&id, &sum, &cnt); err != nil {
 			return err
 		}
-		fn(id, version)
+		if v.Sums == nil {
+			v.Sums = make(map[string]int64, 1024)
+		}
+		v.Sums[string(id)] = sum
+		v.Total += sum
+		v.Rows += cnt
+		return nil
+	})
+	return v, err
+}
+
+// EachLease calls fn with the id of every lease, or of project's when
+// project is not nil: a scan of an index. id is the driver's buffer,
+// valid during the call only.
+func EachLease(ctx context.Context, d *sql.DB, project *string, fn func(id []byte)) error {
+	q := "SELECT id FROM leases"
+	var args []any
+	if project != nil {
+		q, args = q+" WHERE project_id = ?", []any{*project}
+	}
+	var id sql.RawBytes
+	return db.EachRow(ctx, d, q, args, func(rows *sql.Rows) error {
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		fn(id)
 		return nil
 	})
 }
