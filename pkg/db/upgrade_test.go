@@ -39,6 +39,7 @@ const (
 	upLease       = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e01"
 	upKindsLease  = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e07"
 	upTagsLease   = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e08"
+	upListedLease = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e0a"
 	upReservation = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e02"
 	upHostResv    = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e03"
 	upHostAlloc   = "0f6e7d8c-9b0a-4c1d-8e2f-3a4b5c6d7e04"
@@ -339,6 +340,24 @@ var upgradeFixtures = []upgradeFixture{
 		},
 	},
 	{
+		name: "lease changes", since: "0009_lease_kinds",
+		write: func(t *testing.T, d *db.DB, _ map[string]bool) {
+			mustExec(t, d, `INSERT INTO leases (id, name, user_id, project_id, start_date, end_date, trust_id, status, degraded, created_at, updated_at, lease_type, timeout)
+ VALUES (?, 'listed', ?, ?, ?, ?, '', 'PENDING', ?, ?, NULL, 'SCHEDULE', NULL)`, upListedLease, upUser, upProject, upStart, upEnd, false, upCreated)
+		},
+		check: func(t *testing.T, d *db.DB) {
+			// A lease written before 0013 (no lease_changes rows, version
+			// 0) or after it: the triggers move its version when its
+			// rows are written.
+			v := listingVersion(t, d, upListedLease)
+			mustExec(t, d, `INSERT INTO events (id, lease_id, event_type, time, status, created_at) VALUES (?, ?, 'start_lease', ?, 'UNDONE', ?)`,
+				upListedLease, upListedLease, upStart, upCreated)
+			if w := listingVersion(t, d, upListedLease); w == v {
+				t.Errorf("version stayed %d after an event was written", w)
+			}
+		},
+	},
+	{
 		name: "ownership", since: "0010_ownership",
 		write: func(t *testing.T, d *db.DB, _ map[string]bool) {
 			mustExec(t, d, `UPDATE ownership_plans SET generation = 5, plan = ?, ownership = ?, report = '{}', updated_at = ? WHERE id = 1`,
@@ -523,5 +542,17 @@ func schemaOf(t *testing.T, d *db.DB) map[string][]string {
 		sort.Strings(desc)
 		out[table] = desc
 	}
+	// The triggers (names): SQLite's schema table, MySQL's information
+	// schema.
+	q := "SELECT name FROM sqlite_master WHERE type = 'trigger'"
+	if d.Dialect == db.MySQL {
+		q = "SELECT trigger_name FROM information_schema.triggers WHERE trigger_schema = DATABASE()"
+	}
+	var triggers []string
+	if err := d.Raw(q).Scan(&triggers).Error; err != nil {
+		t.Fatalf("triggers: %v", err)
+	}
+	sort.Strings(triggers)
+	out["(triggers)"] = triggers
 	return out
 }

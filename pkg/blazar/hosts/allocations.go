@@ -70,6 +70,8 @@ func (s *Service) AllocationsJSON(ctx context.Context, f AllocationFilter) ([]by
 		if body, err := s.cachedAllocations(ctx); err != nil || body != nil {
 			return body, err
 		}
+		body, _, err := s.incrementalAllocations(ctx, s.now().UTC())
+		return body, err
 	}
 	ids, byHost, err := s.allAllocations(ctx, f, s.now().UTC())
 	if err != nil {
@@ -168,19 +170,10 @@ func (s *Service) cachedAllocations(ctx context.Context) ([]byte, error) {
 	// Read after the version: a write racing with this load moves the
 	// version again, and the next request reloads.
 	c.loads.Add(1)
-	ids, byHost, err := s.allAllocations(ctx, AllocationFilter{}, now)
+	body, until, err := s.incrementalAllocations(ctx, now)
 	if err != nil {
 		return nil, err
 	}
-	var until time.Time
-	for _, rs := range byHost {
-		for _, r := range rs {
-			if until.IsZero() || r.EndDate.Before(until) {
-				until = r.EndDate
-			}
-		}
-	}
-	body := renderAllocations(ids, byHost)
 	c.mu.Lock()
 	c.at, c.from, c.until, c.body = v, now, until, body
 	c.mu.Unlock()

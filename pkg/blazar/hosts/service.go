@@ -105,6 +105,8 @@ type Service struct {
 	healer HealFunc
 	// allocCache is the last allocation listing rendered (allocations.go).
 	allocCache allocCache
+	// allocFrags are the leases' allocations (allocations_frags.go).
+	allocFrags allocFrags
 }
 
 // New returns a Service on d using the compute driver drv.

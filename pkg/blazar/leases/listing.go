@@ -80,11 +80,11 @@ func (s *Service) ListJSON(ctx context.Context, c Caller) ([]byte, error) {
 	} else if body, err := s.projectJSON(ctx, c); err != nil || body != nil {
 		return body, err
 	}
-	l, err := s.listing(ctx, c)
+	r, err := s.incremental(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	return l.appendJSON(nil)
+	return r.body, nil
 }
 
 // TimeExpr is the select expression reading the date column col for a
@@ -98,16 +98,48 @@ func TimeExpr(d db.Dialect, col string) string {
 }
 
 func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
+	return s.listingOf(ctx, c, nil)
+}
+
+// listingByID reads the typed rows of the leases ids (those that exist),
+// 500 at a time: a fixed number of queries per 500 leases.
+func (s *Service) listingByID(ctx context.Context, ids []string) (*listing, error) {
+	out := &listing{extra: map[string]map[string]any{}}
+	for from := 0; from < len(ids); from += 500 {
+		l, err := s.listingOf(ctx, Caller{Admin: true}, ids[from:min(from+500, len(ids))])
+		if err != nil {
+			return nil, err
+		}
+		out.leases = append(out.leases, l.leases...)
+		maps.Copy(out.extra, l.extra)
+		out.nRes += l.nRes
+		out.nEv += l.nEv
+	}
+	return out, nil
+}
+
+// listingOf reads the listing of c's leases, or when ids is not nil of
+// those leases alone (described by the plugins' Describe rather than
+// DescribeListed).
+func (s *Service) listingOf(ctx context.Context, c Caller, ids []string) (*listing, error) {
 	sqlDB, err := s.db.DB.DB()
 	if err != nil {
 		return nil, err
 	}
 	t := func(col string) string { return TimeExpr(s.db.Dialect, col) }
-	var join, where string
+	var join, where, leaseWhere string
 	var args []any
 	var project *string
-	if !c.Admin {
+	switch {
+	case ids != nil:
+		in := strings.Repeat(",?", len(ids))[1:]
+		where, leaseWhere = " WHERE x.lease_id IN ("+in+")", " WHERE l.id IN ("+in+")"
+		for _, id := range ids {
+			args = append(args, id)
+		}
+	case !c.Admin:
 		join, where, args = " JOIN leases l ON l.id = x.lease_id", " WHERE l.project_id = ?", []any{c.ProjectID}
+		leaseWhere = where
 		project = &c.ProjectID
 	}
 	// SQLite sorts the rows of an unindexed ORDER BY in a sorter as slow
@@ -140,7 +172,7 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 	wg.Go(func() {
 		errs[0] = db.EachRow(ctx, sqlDB, "SELECT l.id, l.name, l.user_id, l.project_id, "+t("l.start_date")+", "+t("l.end_date")+
 			", l.trust_id, l.status, l.degraded, "+t("l.created_at")+", "+t("l.updated_at")+", l.lease_type, l.timeout, l.tags"+
-			" FROM leases l"+where+order("l.created_at, l.id"), args, func(rows *sql.Rows) error {
+			" FROM leases l"+leaseWhere+order("l.created_at, l.id"), args, func(rows *sql.Rows) error {
 			var x listedLease
 			var start, end, created, updated TimeCol
 			var timeout sql.NullInt64
@@ -187,13 +219,17 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 		for i := range rs {
 			ress[i] = rs[i].r
 		}
-		extra, errs[1] = s.describe(ctx, s.db.DB, ress, func(p plugins.Plugin) (map[string]map[string]any, bool, error) {
-			if l, ok := p.(listDescriber); ok {
-				m, err := l.DescribeListed(ctx, sqlDB, project)
-				return m, true, err
+		var listed func(plugins.Plugin) (map[string]map[string]any, bool, error)
+		if ids == nil {
+			listed = func(p plugins.Plugin) (map[string]map[string]any, bool, error) {
+				if l, ok := p.(listDescriber); ok {
+					m, err := l.DescribeListed(ctx, sqlDB, project)
+					return m, true, err
+				}
+				return nil, false, nil
 			}
-			return nil, false, nil
-		})
+		}
+		extra, errs[1] = s.describe(ctx, s.db.DB, ress, listed)
 	})
 	wg.Go(func() {
 		errs[2] = db.EachRow(ctx, sqlDB, "SELECT x.id, x.lease_id, x.event_type, "+t("x.time")+", x.status, "+t("x.created_at")+", "+t("x.updated_at")+

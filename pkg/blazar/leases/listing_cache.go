@@ -19,7 +19,10 @@ import (
 // no write path has to remember to bump anything. On MySQL there is no
 // such counter (and a marker row bumped by every lease write would be a
 // hot row every lease transaction locks, a certification conflict on
-// Galera): there the listings are read on every request.
+// Galera): there the listings read the total of the lease_changes log
+// the database's triggers append to (pkg/db 0013) and serve the last
+// body while it is unchanged, else join it from the objects kept per
+// lease (listing_frags.go, and pkg/blazar/hosts for the allocations).
 
 // DataVersion is a point in a database's change history as a ChangeWatch
 // sees it: equal versions mean no commit in between. Versions from
@@ -171,14 +174,11 @@ func (s *Service) projectJSON(ctx context.Context, c Caller) ([]byte, error) {
 	// Members of different projects load side by side (no gate): each
 	// reads only its own leases.
 	lc.loads.Add(1)
-	l, err := s.listing(ctx, c)
+	r, err := s.incremental(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	body, err := l.appendJSON(nil)
-	if err != nil {
-		return nil, err
-	}
+	body := r.body
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	if lc.projects == nil {
@@ -222,11 +222,7 @@ func (s *Service) rendered(ctx context.Context) (*renderedListing, error) {
 	// Read after the version: a write racing with this load moves the
 	// version again, and the next request reloads.
 	c.loads.Add(1)
-	l, err := s.listing(ctx, Caller{Admin: true})
-	if err != nil {
-		return nil, err
-	}
-	r, err := l.render()
+	r, err := s.incremental(ctx, Caller{Admin: true})
 	if err != nil {
 		return nil, err
 	}
@@ -235,27 +231,6 @@ func (s *Service) rendered(ctx context.Context) (*renderedListing, error) {
 		c.at, c.body = v, r
 	}
 	c.mu.Unlock()
-	return r, nil
-}
-
-// render renders the listing, recording where each lease's object lies.
-func (l *listing) render() (*renderedListing, error) {
-	r := &renderedListing{segs: make([]leaseSeg, len(l.leases))}
-	var keys keyOrder
-	b := make([]byte, 0, l.sizeHint())
-	b = append(b, '[')
-	for i := range l.leases {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		from := len(b)
-		var err error
-		if b, err = l.appendLease(b, &l.leases[i], &keys); err != nil {
-			return nil, err
-		}
-		r.segs[i] = leaseSeg{from: from, to: len(b), project: l.leases[i].l.ProjectID}
-	}
-	r.body = append(b, ']')
 	return r, nil
 }
 

@@ -80,6 +80,8 @@ type Service struct {
 	notify func()
 	// listCache is the last lease listing rendered (listing_cache.go).
 	listCache listCache
+	// frags are the leases' rendered objects (listing_frags.go).
+	frags fragCache
 }
 
 // New returns the service. now is the clock (time.Now in production);
