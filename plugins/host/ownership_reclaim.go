@@ -65,7 +65,10 @@ func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease
 	}
 	cands, later := ownership.Reclaimable(p.now().UTC(), lease.Start, lease.End, p.cfg.Cleaning, grace, bookings, c.order.RankOf)
 	if !later.IsZero() {
-		note = fmt.Sprintf("hosts the project owns are lent and can be reclaimed, after their lending grace period, for a lease starting at %s or later", later.UTC().Format(time.RFC3339))
+		// A whole minute, as lease dates are: the first start a lease
+		// with "start_date": "earliest" can get (Earliest).
+		note = fmt.Sprintf("hosts the project owns are lent and can be reclaimed, after their lending grace period, for a lease starting at %s or later; "+
+			`"start_date": "earliest" creates the lease at the first such start`, ceilMinute(later).UTC().Format(time.RFC3339))
 	}
 	cands, moveTo, err := p.roomForMoves(ctx, cands)
 	if err != nil {
