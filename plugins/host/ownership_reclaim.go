@@ -429,7 +429,9 @@ func (p *Plugin) moveTarget(ctx context.Context, b ownership.Booking, avoid map[
 	o := p.ownershipOrder(b.Project)
 	lo, hi := b.Start.Add(-p.cfg.Cleaning), b.End.Add(p.cfg.Cleaning)
 	var dec allocator.HostDecision
-	p.idx.view(lo, hi, b.Reservation, func(id string) bool { return !avoid[id] }, func(hosts []allocator.Host, ranks []int32, info func(string) *Host) {
+	// The reservation's own bookings stay busy: its other hosts are no
+	// room for the loan (the one it leaves is in avoid).
+	p.idx.view(lo, hi, "", func(id string) bool { return !avoid[id] }, func(hosts []allocator.Host, ranks []int32, info func(string) *Host) {
 		m := ps.match(info)
 		req := allocator.HostRequest{Window: allocator.Interval{Start: b.Start, End: b.End}, Cleaning: p.cfg.Cleaning, Min: 1, Max: 1,
 			Match: func(h *allocator.Host) (bool, string) {
