@@ -155,7 +155,8 @@ func ceilMinute(t time.Time) time.Time {
 // s - cleaning when it began before (allowed from reclaimAfter on) or by
 // moving it when it begins later (allowed at any time), so the windows
 // it forbids are those with s - cleaning in (start, reclaimAfter): for
-// the sweep, the booking [start + d + 2·cleaning, reclaimAfter). cutFrom
+// the sweep, the booking [start + d + 2·cleaning, reclaimAfter). A loan
+// begun by now is never moved: busy until reclaimAfter. cutFrom
 // are the starts from which each loan can be cut (reclaimAfter plus
 // cleaning).
 func (p *Plugin) reclaimedBusy(ctx context.Context, project string, o *ownership.Order, now time.Time, req allocator.EarliestRequest) (busy map[string][]allocator.Interval, cutFrom []time.Time, err error) {
@@ -193,7 +194,11 @@ func (p *Plugin) reclaimedBusy(ctx context.Context, project string, o *ownership
 			}
 			to := reclaimAfter(now, g)
 			cutFrom = append(cutFrom, to.Add(c))
-			if from := iv.Start.Add(req.Duration + 2*c); from.Before(to) {
+			from := iv.Start.Add(req.Duration + 2*c)
+			if !iv.Start.After(now) {
+				from = iv.Start // begun: cut, never moved
+			}
+			if from.Before(to) {
 				kept = append(kept, allocator.Interval{Start: from, End: to})
 			}
 		}
