@@ -2,15 +2,18 @@ package ownership_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
 
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
 	"github.com/leasehold/leasehold/pkg/blazar/ownership"
+	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 	"github.com/leasehold/leasehold/pkg/errs"
 	hostplugin "github.com/leasehold/leasehold/plugins/host"
@@ -167,4 +170,91 @@ func TestEarliestWithOwnership(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestEarliestWithOwnershipBruteForce: over random plans and leases, the
+// earliest window a project is offered is one a lease can be created in,
+// and no start on the half-hour grid before it is (every booking, grace
+// period and reclaim time here is on that grid, so the true earliest
+// start is too). The create at each start is the brute force.
+func TestEarliestWithOwnershipBruteForce(t *testing.T) {
+	ctx := context.Background()
+	rapid.Check(t, func(rt *rapid.T) {
+		limit := []*int{nil, intp(1)}[rapid.IntRange(0, 1).Draw(rt, "limit")]
+		borrowGrace := []int64{0, 7200}[rapid.IntRange(0, 1).Draw(rt, "borrowGrace")]
+		eager := rapid.Bool().Draw(rt, "eager")
+		// Four hosts: a (PA) owns two and lends them with an hour of
+		// grace; dom keeps one private; one is public. b (PB) borrows;
+		// PZ is outside the tree.
+		plan := ownership.Plan{
+			Consumers: []ownership.Consumer{{ID: "dom", Rank: 1}, {ID: "a", ParentID: "dom", Rank: 1, ProjectID: "PA", LendingLimit: limit},
+				{ID: "b", ParentID: "dom", Rank: 2, ProjectID: "PB", BorrowGraceSeconds: borrowGrace}},
+			Groups: []ownership.Group{{Name: "rack1", Properties: map[string]string{"rack": "r1"}}},
+			Entries: []ownership.Entry{{Consumer: "dom", Group: "rack1", Amount: 3},
+				{Consumer: "a", Group: "rack1", Amount: 2, Lend: true, LendGraceSeconds: 3600, Reclaim: eager}},
+		}
+		// SQLite: the brute force creates up to hundreds of leases a run
+		// (the table test above runs on both databases).
+		e := newEnv(t, dbtest.OpenDialect(t, db.SQLite), 4, plan)
+		projects := []string{"PA", "PB", "PZ"}
+		half := func(k int) string { return t0.Add(time.Duration(k) * 30 * time.Minute).Format("2006-01-02 15:04") }
+		for i := range rapid.IntRange(0, 6).Draw(rt, "leases") {
+			p := projects[rapid.IntRange(0, 2).Draw(rt, fmt.Sprint("project", i))]
+			s := rapid.IntRange(0, 48).Draw(rt, fmt.Sprint("start", i))
+			l := rapid.IntRange(1, 48).Draw(rt, fmt.Sprint("length", i))
+			n := rapid.IntRange(1, 2).Draw(rt, fmt.Sprint("hosts", i))
+			start := half(s)
+			if s == 0 {
+				start = "now"
+			}
+			_, _ = e.create(p, start, half(s+l), n) // refused or not
+		}
+		p := projects[rapid.IntRange(0, 2).Draw(rt, "project")]
+		n := rapid.IntRange(1, 3).Draw(rt, "n")
+		d := time.Duration(rapid.IntRange(1, 6).Draw(rt, "halves")) * 30 * time.Minute
+		c := leases.Caller{ProjectID: p, UserID: "u"}
+		res := []leases.ReservationRequest{leasestest.Reservation(leasestest.HostReservation(n, n, "", ""))}
+		win, err := e.leases.Earliest(ctx, c, leases.EarliestRequest{Duration: d, Reservations: res})
+		var found time.Time
+		switch {
+		case err == nil:
+			if found, err = time.Parse("2006-01-02T15:04:05.000000", win.StartDate); err != nil {
+				rt.Fatal(err)
+			}
+		case !errs.Is(err, errs.NotEnoughResources):
+			rt.Fatal(err)
+		}
+		// The brute force: the first start on the grid, up to four days
+		// ahead (past every booking), at which the create succeeds.
+		var first time.Time
+		for k := 0; k <= 4*48; k++ {
+			s := t0.Add(time.Duration(k) * 30 * time.Minute)
+			if !found.IsZero() && !s.Before(found) {
+				break
+			}
+			start := half(k)
+			if k == 0 {
+				start = "now"
+			}
+			if _, err := e.create(p, start, s.Add(d).Format("2006-01-02 15:04"), n); err == nil {
+				first = s
+				break
+			} else if !errs.Is(err, errs.NotEnoughResources) {
+				rt.Fatal(err)
+			}
+		}
+		if !first.IsZero() {
+			rt.Fatalf("%s for %d hosts, %s: a lease can be created at %s, the search said %v (%v)", p, n, d, first, found, err)
+		}
+		if found.IsZero() {
+			return
+		}
+		start := found.Format("2006-01-02 15:04")
+		if found.Equal(t0) {
+			start = "now"
+		}
+		if _, err := e.create(p, start, found.Add(d).Format("2006-01-02 15:04"), n); err != nil {
+			rt.Fatalf("%s for %d hosts, %s: the search said %s, the create there: %v", p, n, d, found, err)
+		}
+	})
 }
