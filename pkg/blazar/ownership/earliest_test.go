@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,11 +173,11 @@ func TestEarliestWithOwnership(t *testing.T) {
 	}
 }
 
-// TestEarliestWithOwnershipBruteForce: over random plans and leases, the
-// earliest window a project is offered is one a lease can be created in,
-// and no start on the half-hour grid before it is (every booking, grace
-// period and reclaim time here is on that grid, so the true earliest
-// start is too). The create at each start is the brute force.
+// TestEarliestWithOwnershipBruteForce: over random plans, cleaning times
+// and leases, the earliest window a project is offered is one a lease can
+// be created in, and no start on the half-hour grid before it is (every
+// booking, grace period, cleaning and reclaim time here is on that grid,
+// so the true earliest start is too). The create at each start is the brute force.
 func TestEarliestWithOwnershipBruteForce(t *testing.T) {
 	ctx := context.Background()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -195,7 +196,8 @@ func TestEarliestWithOwnershipBruteForce(t *testing.T) {
 		}
 		// SQLite: the brute force creates up to hundreds of leases a run
 		// (the table test above runs on both databases).
-		e := newEnv(t, dbtest.OpenDialect(t, db.SQLite), 4, plan)
+		cleaning := time.Duration(rapid.IntRange(0, 1).Draw(rt, "cleaning")) * 30 * time.Minute
+		e := newEnvCleaning(t, dbtest.OpenDialect(t, db.SQLite), 4, plan, cleaning)
 		projects := []string{"PA", "PB", "PZ"}
 		half := func(k int) string { return t0.Add(time.Duration(k) * 30 * time.Minute).Format("2006-01-02 15:04") }
 		for i := range rapid.IntRange(0, 6).Draw(rt, "leases") {
@@ -257,4 +259,40 @@ func TestEarliestWithOwnershipBruteForce(t *testing.T) {
 			rt.Fatalf("%s for %d hosts, %s: the search said %s, the create there: %v", p, n, d, found, err)
 		}
 	})
+}
+
+// With a cleaning time, the owner's earliest start is the reclaim time
+// plus the cleaning time, as the 409 says, and the borrower is cut at
+// the reclaim time.
+func TestEarliestReclaimWithCleaning(t *testing.T) {
+	ctx := context.Background()
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			e := newEnvCleaning(t, dbtest.OpenDialect(t, dialect), 2, lendsOne(0), 30*time.Minute)
+			if _, err := e.create("PZ", "2030-01-01 00:00", "2030-01-05 00:00", 1); err != nil {
+				t.Fatal(err)
+			}
+			loan, err := e.create("PB", "now", "2030-01-03 00:00", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.create("PA", "2030-01-01 01:00", "2030-01-01 03:00", 1); !errs.Is(err, errs.NotEnoughResources) ||
+				!strings.Contains(err.Error(), "starting at 2030-01-01T01:30:00Z or later") {
+				t.Fatalf("PA within the grace period: %v", err)
+			}
+			c := leases.Caller{ProjectID: "PA", UserID: "u"}
+			req := leasestest.Request("pa", "", "", leasestest.HostReservation(1, 1, "", ""))
+			req.StartDate, req.EndDate = nil, nil
+			v, err := e.leases.CreateEarliest(ctx, c, req, nil, 2*time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.StartDate != "2030-01-01T01:30:00.000000" {
+				t.Fatalf("PA's lease starts %s, want 01:30", v.StartDate)
+			}
+			if b := e.get(t, loan.ID); b.EndDate != "2030-01-01T01:00:00.000000" || pools(t, b)[0].Reclaim == nil {
+				t.Fatalf("PB's lease ends %s (%+v), want 01:00", b.EndDate, pools(t, b))
+			}
+		})
+	}
 }

@@ -38,10 +38,16 @@ type env struct {
 
 func newEnv(t *testing.T, d *db.DB, n int, plan ownership.Plan) *env {
 	t.Helper()
+	return newEnvCleaning(t, d, n, plan, 0)
+}
+
+// newEnvCleaning is newEnv with a cleaning time between host bookings.
+func newEnvCleaning(t *testing.T, d *db.DB, n int, plan ownership.Plan, cleaning time.Duration) *env {
+	t.Helper()
 	hs := leasestest.NewHosts(n, func(int) map[string]string { return map[string]string{"rack": "r1"} })
 	clock := leasestest.NewClock(t0)
 	own := ownership.New(d, lister{hs}, clock.Now)
-	hp := hostplugin.New(hs, d.DB, hostplugin.Config{Ownership: own}, clock.Now)
+	hp := hostplugin.New(hs, d.DB, hostplugin.Config{Ownership: own, Cleaning: cleaning}, clock.Now)
 	reg, err := plugins.NewRegistry(hp)
 	if err != nil {
 		t.Fatal(err)
