@@ -157,8 +157,9 @@ func ceilMinute(t time.Time) time.Time {
 // it forbids are those with s - cleaning in (start, reclaimAfter): for
 // the sweep, the booking [start + d + 2·cleaning, reclaimAfter). A loan
 // begun by now is never moved: busy until reclaimAfter. cutFrom
-// are the starts from which each loan can be cut (reclaimAfter plus
-// cleaning).
+// are the starts at which a reclaim of a loan becomes possible
+// (reclaimAfter plus cleaning, and a minute after a loan's start plus
+// cleaning, from when it is cut rather than moved).
 func (p *Plugin) reclaimedBusy(ctx context.Context, project string, o *ownership.Order, now time.Time, req allocator.EarliestRequest) (busy map[string][]allocator.Interval, cutFrom []time.Time, err error) {
 	grace := o.Lendable(false)
 	if len(grace) == 0 {
@@ -193,7 +194,10 @@ func (p *Plugin) reclaimedBusy(ctx context.Context, project string, o *ownership
 				continue
 			}
 			to := reclaimAfter(now, g)
-			cutFrom = append(cutFrom, to.Add(c))
+			// Cut from then on; a loan not begun is moved before that
+			// (if there is room) and cut once it has begun before the
+			// reclaim time, from a minute after its start.
+			cutFrom = append(cutFrom, to.Add(c), maxTime(to, iv.Start.Add(time.Minute)).Add(c))
 			from := iv.Start.Add(req.Duration + 2*c)
 			if !iv.Start.After(now) {
 				from = iv.Start // begun: cut, never moved
@@ -205,6 +209,13 @@ func (p *Plugin) reclaimedBusy(ctx context.Context, project string, o *ownership
 		busy[h] = kept
 	}
 	return busy, cutFrom, nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // farFuture bounds the bookings a search without a latest start reads.

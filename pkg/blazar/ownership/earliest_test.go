@@ -92,6 +92,10 @@ func TestEarliestWithOwnership(t *testing.T) {
 		{name: "owner's own lease is not reclaimed", plan: lendsOne(0),
 			before:  []booking{{"PZ", "2030-01-01 00:00", "2030-01-05 00:00", 1}, {"PA", "2030-01-01 00:05", "2030-01-03 00:00", 1}},
 			project: "PA", want: "2030-01-03 00:00", pools: []string{"owned:a"}, shortened: -1},
+		{name: "a loan not begun, with no room to move, is cut from just after its start", plan: lendsOne(0),
+			before: []booking{{"PZ", "2030-01-01 00:00", "2030-01-05 00:00", 1}, {"PA", "2030-01-01 00:00", "2030-01-01 02:30", 1},
+				{"PB", "2030-01-01 03:00", "2030-01-03 00:00", 1}},
+			project: "PA", want: "2030-01-01 03:01", pools: []string{"owned:a reclaimed"}, shortened: 2},
 		{name: "borrower within the lender's grace borrows", plan: lendsOne(600),
 			before:  []booking{{"PZ", "2030-01-01 00:00", "2030-01-02 00:00", 1}},
 			project: "PB", want: "2030-01-01 00:00", pools: []string{"private:dom lent by a"}, shortened: -1},
@@ -175,9 +179,10 @@ func TestEarliestWithOwnership(t *testing.T) {
 
 // TestEarliestWithOwnershipBruteForce: over random plans, cleaning times
 // and leases, the earliest window a project is offered is one a lease can
-// be created in, and no start on the half-hour grid before it is (every
-// booking, grace period, cleaning and reclaim time here is on that grid,
-// so the true earliest start is too). The create at each start is the brute force.
+// be created in, and no start before it on the half-hour grid, or a
+// minute after a grid point, is (every booking, grace period, cleaning
+// and reclaim time here is on that grid; a loan not begun is cut, rather
+// than moved, from a minute after its start). The create at each start is the brute force.
 func TestEarliestWithOwnershipBruteForce(t *testing.T) {
 	ctx := context.Background()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -229,12 +234,12 @@ func TestEarliestWithOwnershipBruteForce(t *testing.T) {
 		// The brute force: the first start on the grid, up to four days
 		// ahead (past every booking), at which the create succeeds.
 		var first time.Time
-		for k := 0; k <= 4*48; k++ {
-			s := t0.Add(time.Duration(k) * 30 * time.Minute)
+		for k := 0; k <= 2*4*48; k++ {
+			s := t0.Add(time.Duration(k/2)*30*time.Minute + time.Duration(k%2)*time.Minute)
 			if !found.IsZero() && !s.Before(found) {
 				break
 			}
-			start := half(k)
+			start := s.Format("2006-01-02 15:04")
 			if k == 0 {
 				start = "now"
 			}
