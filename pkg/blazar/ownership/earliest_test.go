@@ -301,3 +301,44 @@ func TestEarliestReclaimWithCleaning(t *testing.T) {
 		})
 	}
 }
+
+// Two reservations together: the second is chosen without the first's
+// host, so the window waits for both the public host and the owner's
+// reclaim.
+func TestEarliestWithOwnershipTogether(t *testing.T) {
+	ctx := context.Background()
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			e := newEnv(t, dbtest.OpenDialect(t, dialect), 2, lendsOne(0))
+			if _, err := e.create("PZ", "2030-01-01 00:00", "2030-01-01 00:30", 1); err != nil {
+				t.Fatal(err)
+			}
+			loan, err := e.create("PB", "now", "2030-01-03 00:00", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := leases.Caller{ProjectID: "PA", UserID: "u"}
+			one := leasestest.HostReservation(1, 1, "", "")
+			req := leasestest.Request("pa", "", "", one, one)
+			win, err := e.leases.Earliest(ctx, c, leases.EarliestRequest{Duration: time.Hour, Reservations: req.Reservations})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if win.StartDate != "2030-01-01T01:00:00.000000" || len(win.Reservations) != 2 ||
+				win.Reservations[0].Resources[0] == win.Reservations[1].Resources[0] {
+				t.Fatalf("window %+v", win)
+			}
+			req.StartDate, req.EndDate = nil, nil
+			v, err := e.leases.CreateEarliest(ctx, c, req, nil, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.StartDate != win.StartDate {
+				t.Fatalf("lease starts %s, the window %s", v.StartDate, win.StartDate)
+			}
+			if b := e.get(t, loan.ID); b.EndDate != "2030-01-01T01:00:00.000000" {
+				t.Fatalf("PB's lease ends %s", b.EndDate)
+			}
+		})
+	}
+}
