@@ -52,11 +52,11 @@ const maxOwnedChecks = 256
 // from), and over o's hosts that are not borrowed, with the owner's lent
 // hosts booked by borrowers only until a reclaim could take them back
 // (reclaimedBusy: what the create's reclaim draws from). Both ignore
-// what only the choice itself knows (lending limits, the preference of
-// pools, the room a moved loan needs, hosts other projects use now), so
-// the start is then checked by the create's own choice (Prepare, which
-// books nothing); when that refuses, the search goes on from the next
-// time a booking ends, when a window can next change.
+// what only the choice itself knows (lending limits, the room a moved
+// loan needs, hosts other projects use now, the placement rules), so the
+// start is then checked by the create's own choice (Prepare, which books
+// nothing); when that refuses, the search goes on from the next time a
+// window can change.
 func (p *Plugin) earliestOwned(ctx context.Context, ps params, o *ownership.Order, req allocator.EarliestRequest, taken []string) (time.Time, bool, error) {
 	now := p.now().UTC()
 	pooled := func(borrowed bool) func(info func(string) *Host) func(*allocator.Host) (bool, string) {
@@ -80,6 +80,10 @@ func (p *Plugin) earliestOwned(ctx context.Context, ps params, o *ownership.Orde
 	if err != nil {
 		return time.Time{}, false, err
 	}
+	// The times a window may next change besides booking ends: a
+	// reclaim becomes possible (a loan that could only move, for lack of
+	// room, can be cut from then on), the window no longer starts now.
+	changes := append(slices.Clip(cutFrom), p.nowBoundary(now))
 	at := req.After
 	for range maxOwnedChecks {
 		r := req
@@ -108,11 +112,8 @@ func (p *Plugin) earliestOwned(ctx context.Context, ps params, o *ownership.Orde
 		if !errs.Is(err, errs.NotEnoughResources) {
 			return time.Time{}, false, err
 		}
-		// The next change: a booking ends, a reclaim becomes possible (a
-		// loan that could only move at t, for lack of room, can be cut
-		// from then on), or the window no longer starts now.
 		at = p.idx.nextFree(t, p.cfg.Cleaning)
-		for _, s := range append(cutFrom, p.nowBoundary(now)) {
+		for _, s := range changes {
 			if s.After(t) && (at.IsZero() || s.Before(at)) {
 				at = s
 			}
