@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/allocator/ownership"
 	"github.com/leasehold/leasehold/pkg/errs"
@@ -80,10 +82,20 @@ func (p *Plugin) earliestOwned(ctx context.Context, ps params, o *ownership.Orde
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	// The times a window may next change besides booking ends: a
-	// reclaim becomes possible (a loan that could only move, for lack of
-	// room, can be cut from then on), the window no longer starts now.
+	// The times a window may next change besides the end of a booking of
+	// a host of the pools: a loan ends (a lender's lending limit has
+	// more left), a reclaim becomes possible (a loan that could only
+	// move, for lack of room, can be cut from then on), the window no
+	// longer starts now.
 	changes := append(slices.Clip(cutFrom), p.nowBoundary(now))
+	if len(o.Budgets(nil, req.After, req.After)) > 0 {
+		ends, err := loanEnds(ctx, p.db, req.After, searchEnd(req))
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		changes = append(changes, ends...)
+	}
+	inPools := func(id string) bool { return o.Allows(o.Stages(), id) }
 	at := req.After
 	for range maxOwnedChecks {
 		r := req
@@ -112,7 +124,7 @@ func (p *Plugin) earliestOwned(ctx context.Context, ps params, o *ownership.Orde
 		if !errs.Is(err, errs.NotEnoughResources) {
 			return time.Time{}, false, err
 		}
-		at = p.idx.nextFree(t, p.cfg.Cleaning)
+		at = p.idx.nextFree(t, p.cfg.Cleaning, inPools)
 		for _, s := range changes {
 			if s.After(t) && (at.IsZero() || s.Before(at)) {
 				at = s
@@ -167,11 +179,7 @@ func (p *Plugin) reclaimedBusy(ctx context.Context, project string, o *ownership
 		return nil, nil, nil
 	}
 	c := req.Cleaning
-	hi := farFuture
-	if !req.NotAfter.IsZero() {
-		hi = req.NotAfter.Add(req.Duration + c)
-	}
-	bookings, err := reclaimBookings(ctx, p.db, slices.Sorted(maps.Keys(grace)), req.After.Add(-c), hi, project)
+	bookings, err := reclaimBookings(ctx, p.db, slices.Sorted(maps.Keys(grace)), req.After.Add(-c), searchEnd(req), project)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -221,6 +229,29 @@ func maxTime(a, b time.Time) time.Time {
 
 // farFuture bounds the bookings a search without a latest start reads.
 var farFuture = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// searchEnd is the end of the last window req may offer (cleaning
+// included).
+func searchEnd(req allocator.EarliestRequest) time.Time {
+	if req.NotAfter.IsZero() {
+		return farFuture
+	}
+	return req.NotAfter.Add(req.Duration + req.Cleaning)
+}
+
+// loanEnds reads the ends in (lo, hi) of the bookings of lent hosts: when
+// a lender's lending limit may have more left.
+func loanEnds(ctx context.Context, g *gorm.DB, lo, hi time.Time) ([]time.Time, error) {
+	var ends []time.Time
+	err := g.WithContext(ctx).Table("ownership_pools o").
+		Joins("JOIN computehost_allocations a ON a.reservation_id = o.reservation_id AND a.compute_host_id = o.compute_host_id").
+		Where("o.lent_by <> '' AND a.end_date > ? AND a.end_date < ?", lo, hi).
+		Distinct().Pluck("a.end_date", &ends).Error
+	if err != nil {
+		return nil, fmt.Errorf("read the ends of loans: %w", err)
+	}
+	return ends, nil
+}
 
 // chooseOwned is the hosts a new lease of ps's project would get over
 // [start, end), leaving out taken: the create's own choice (Prepare:

@@ -517,20 +517,21 @@ func (x *index) busyOf(id string) []allocator.Interval {
 	return nil
 }
 
-// nextFree returns the first time after t at which a booking of any host
-// ends, or ends plus cleaning (a host freed, or a loan over): the next
-// start at which a window that did not serve a request at t may (zero
-// when none).
-func (x *index) nextFree(t time.Time, cleaning time.Duration) time.Time {
+// nextFree returns the first time after t at which a booking of a host
+// keep admits ends plus cleaning (the host is free from then on): the
+// next start at which a window that did not serve a request at t may
+// (zero when none).
+func (x *index) nextFree(t time.Time, cleaning time.Duration, keep func(id string) bool) time.Time {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var next time.Time
 	for i := range x.hosts {
+		if !keep(x.hosts[i].ID) {
+			continue
+		}
 		for _, b := range x.hosts[i].Busy {
-			for _, e := range [2]time.Time{b.End, b.End.Add(cleaning)} {
-				if e.After(t) && (next.IsZero() || e.Before(next)) {
-					next = e
-				}
+			if e := b.End.Add(cleaning); e.After(t) && (next.IsZero() || e.Before(next)) {
+				next = e
 			}
 		}
 	}

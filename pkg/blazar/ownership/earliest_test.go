@@ -342,3 +342,46 @@ func TestEarliestWithOwnershipTogether(t *testing.T) {
 		})
 	}
 }
+
+// A lending limit used up by a loan of a host outside the project's
+// pools: b lends its rack-2 host with a grace period shorter than a's
+// borrowing grace, so a never sees that host, but PC's loan of it counts
+// against b's limit of one; a's earliest loan of b's rack-1 host starts
+// when PC's loan ends (not when that host is free after cleaning).
+func TestEarliestLendingLimitOutsideThePools(t *testing.T) {
+	ctx := context.Background()
+	plan := ownership.Plan{
+		Consumers: []ownership.Consumer{{ID: "dom", Rank: 1}, {ID: "a", ParentID: "dom", Rank: 1, ProjectID: "PA", BorrowGraceSeconds: 1800},
+			{ID: "b", ParentID: "dom", Rank: 2, ProjectID: "PB", LendingLimit: intp(1)}, {ID: "c", ParentID: "dom", Rank: 3, ProjectID: "PC"}},
+		Groups: []ownership.Group{{Name: "g1", Properties: map[string]string{"rack": "r1"}}, {Name: "g2", Properties: map[string]string{"rack": "r2"}}},
+		Entries: []ownership.Entry{{Consumer: "dom", Group: "g1", Amount: 1}, {Consumer: "dom", Group: "g2", Amount: 1},
+			{Consumer: "b", Group: "g1", Amount: 1, Lend: true, LendGraceSeconds: 3600},
+			{Consumer: "b", Group: "g2", Amount: 1, Lend: true, LendGraceSeconds: 600}},
+	}
+	props := func(i int) map[string]string { return map[string]string{"rack": fmt.Sprint("r", i%2+1)} }
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			e := newEnvHosts(t, dbtest.OpenDialect(t, dialect), 2, props, plan, 30*time.Minute)
+			req := leasestest.Request("pc", "2030-01-01 00:00", "2030-01-01 06:00", leasestest.HostReservation(1, 1, "", `["=", "$rack", "r2"]`))
+			v, err := e.leases.Create(ctx, leases.Caller{ProjectID: "PC", UserID: "u"}, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := kinds(pools(t, e.get(t, v.ID))); !cmp.Equal(got, []string{"private:dom lent by b"}) {
+				t.Fatalf("PC's pools = %v", got)
+			}
+			c := leases.Caller{ProjectID: "PA", UserID: "u"}
+			res := []leases.ReservationRequest{leasestest.Reservation(leasestest.HostReservation(1, 1, "", ""))}
+			win, err := e.leases.Earliest(ctx, c, leases.EarliestRequest{Duration: time.Hour, Reservations: res})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if win.StartDate != "2030-01-01T06:00:00.000000" {
+				t.Fatalf("PA's earliest start %s, want 06:00", win.StartDate)
+			}
+			if _, err := e.create("PA", "2030-01-01 06:00", "2030-01-01 07:00", 1); err != nil {
+				t.Fatalf("PA at 06:00: %v", err)
+			}
+		})
+	}
+}

@@ -44,7 +44,13 @@ func newEnv(t *testing.T, d *db.DB, n int, plan ownership.Plan) *env {
 // newEnvCleaning is newEnv with a cleaning time between host bookings.
 func newEnvCleaning(t *testing.T, d *db.DB, n int, plan ownership.Plan, cleaning time.Duration) *env {
 	t.Helper()
-	hs := leasestest.NewHosts(n, func(int) map[string]string { return map[string]string{"rack": "r1"} })
+	return newEnvHosts(t, d, n, func(int) map[string]string { return map[string]string{"rack": "r1"} }, plan, cleaning)
+}
+
+// newEnvHosts is newEnvCleaning with host i's properties props(i).
+func newEnvHosts(t *testing.T, d *db.DB, n int, props func(int) map[string]string, plan ownership.Plan, cleaning time.Duration) *env {
+	t.Helper()
+	hs := leasestest.NewHosts(n, props)
 	clock := leasestest.NewClock(t0)
 	own := ownership.New(d, lister{hs}, clock.Now)
 	hp := hostplugin.New(hs, d.DB, hostplugin.Config{Ownership: own, Cleaning: cleaning}, clock.Now)
