@@ -88,13 +88,7 @@ func (p *Plugin) earliestOwned(ctx context.Context, ps params, o *ownership.Orde
 	// move, for lack of room, can be cut from then on), the window no
 	// longer starts now.
 	changes := append(slices.Clip(cutFrom), p.nowBoundary(now))
-	if len(o.Budgets(nil, req.After, req.After)) > 0 {
-		ends, err := loanEnds(ctx, p.db, req.After, searchEnd(req))
-		if err != nil {
-			return time.Time{}, false, err
-		}
-		changes = append(changes, ends...)
-	}
+	loansRead := len(o.Budgets(nil, req.After, req.After)) == 0 // no lending limit: no need
 	inPools := func(id string) bool { return o.Allows(o.Stages(), id) }
 	at := req.After
 	for range maxOwnedChecks {
@@ -123,6 +117,15 @@ func (p *Plugin) earliestOwned(ctx context.Context, ps params, o *ownership.Orde
 		}
 		if !errs.Is(err, errs.NotEnoughResources) {
 			return time.Time{}, false, err
+		}
+		if !loansRead {
+			// Read once, after the first refused start (most searches
+			// have none).
+			ends, err := loanEnds(ctx, p.db, req.After, searchEnd(req))
+			if err != nil {
+				return time.Time{}, false, err
+			}
+			changes, loansRead = append(changes, ends...), true
 		}
 		at = p.idx.nextFree(t, p.cfg.Cleaning, inPools)
 		for _, s := range changes {
