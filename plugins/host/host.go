@@ -155,6 +155,9 @@ type params struct {
 	hyper, resource   string
 	beforeEnd         string
 	hyperQ, resourceQ *hostquery.Query
+	// project is the lease's project when parsed for a new lease (the
+	// earliest-window search draws from its ownership pools).
+	project string
 }
 
 func parseQuery(s string) (*hostquery.Query, error) {
@@ -190,6 +193,7 @@ func (p *Plugin) Parse(v plugins.Values, lease plugins.Lease) (plugins.Request, 
 	if err := p.checkPrivacy(ps.resource, lease, false); err != nil {
 		return nil, err
 	}
+	ps.project = lease.ProjectID
 	return ps, nil
 }
 

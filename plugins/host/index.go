@@ -487,3 +487,53 @@ func encodeTags(tags []string) *string {
 	s := string(b)
 	return &s
 }
+
+// earliestWithBusy is earliest over the view in which the hosts in busy
+// have those bookings instead of theirs (an owner's lent hosts as a
+// reclaim would leave them).
+func (x *index) earliestWithBusy(req allocator.EarliestRequest, match func(info func(id string) *Host) func(*allocator.Host) (bool, string), busy map[string][]allocator.Interval) (allocator.EarliestResult, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	req.Match = match(x.info)
+	hosts := slices.Clone(x.hosts)
+	sorted := slices.Clone(x.sorted)
+	for id, b := range busy {
+		if i, ok := x.pos[id]; ok {
+			// Not sorted: the allocator merges these bookings itself.
+			hosts[i].Busy, sorted[i] = b, false
+		}
+	}
+	return allocator.EarliestWindow(allocator.PreparedHosts{Hosts: hosts, Bounds: x.bounds, Sorted: sorted, Ranks: x.ranks}, req)
+}
+
+// busyOf returns a copy of host id's bookings (nil for a host the view
+// does not know).
+func (x *index) busyOf(id string) []allocator.Interval {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if i, ok := x.pos[id]; ok {
+		return slices.Clone(x.hosts[i].Busy)
+	}
+	return nil
+}
+
+// nextFree returns the first time after t at which a booking of a host
+// keep admits ends plus cleaning (the host is free from then on): the
+// next start at which a window that did not serve a request at t may
+// (zero when none).
+func (x *index) nextFree(t time.Time, cleaning time.Duration, keep func(id string) bool) time.Time {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var next time.Time
+	for i := range x.hosts {
+		if !keep(x.hosts[i].ID) {
+			continue
+		}
+		for _, b := range x.hosts[i].Busy {
+			if e := b.End.Add(cleaning); e.After(t) && (next.IsZero() || e.Before(next)) {
+				next = e
+			}
+		}
+	}
+	return next
+}

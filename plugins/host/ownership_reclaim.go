@@ -65,7 +65,10 @@ func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease
 	}
 	cands, later := ownership.Reclaimable(p.now().UTC(), lease.Start, lease.End, p.cfg.Cleaning, grace, bookings, c.order.RankOf)
 	if !later.IsZero() {
-		note = fmt.Sprintf("hosts the project owns are lent and can be reclaimed, after their lending grace period, for a lease starting at %s or later", later.UTC().Format(time.RFC3339))
+		// A whole minute, as lease dates are: the first start a lease
+		// with "start_date": "earliest" can get (Earliest).
+		note = fmt.Sprintf("hosts the project owns are lent and can be reclaimed, after their lending grace period, for a lease starting at %s or later; "+
+			`"start_date": "earliest" creates the lease at the first such start`, ceilMinute(later).UTC().Format(time.RFC3339))
 	}
 	cands, moveTo, err := p.roomForMoves(ctx, cands)
 	if err != nil {
@@ -426,7 +429,9 @@ func (p *Plugin) moveTarget(ctx context.Context, b ownership.Booking, avoid map[
 	o := p.ownershipOrder(b.Project)
 	lo, hi := b.Start.Add(-p.cfg.Cleaning), b.End.Add(p.cfg.Cleaning)
 	var dec allocator.HostDecision
-	p.idx.view(lo, hi, b.Reservation, func(id string) bool { return !avoid[id] }, func(hosts []allocator.Host, ranks []int32, info func(string) *Host) {
+	// The reservation's own bookings stay busy: its other hosts are no
+	// room for the loan (the one it leaves is in avoid).
+	p.idx.view(lo, hi, "", func(id string) bool { return !avoid[id] }, func(hosts []allocator.Host, ranks []int32, info func(string) *Host) {
 		m := ps.match(info)
 		req := allocator.HostRequest{Window: allocator.Interval{Start: b.Start, End: b.End}, Cleaning: p.cfg.Cleaning, Min: 1, Max: 1,
 			Match: func(h *allocator.Host) (bool, string) {

@@ -212,6 +212,8 @@ func TestReclaimable(t *testing.T) {
 			bookings: []Booking{{Host: "h1", Lease: "L1", Start: hr(0), End: hr(10), Borrowed: true, Fixed: true}}},
 		{name: "a loan starting at the reclaim time is to move", start: 2, end: 5,
 			bookings: []Booking{borrowed("h1", "L1", 2, 10)}, want: []string{"h1@2:>L1"}},
+		{name: "a loan begun by now is cut, not moved", start: 0, end: 5,
+			bookings: []Booking{borrowed("h1", "L1", 0, 10)}, later: hr(1)},
 		{name: "a loan to move needs no grace period", start: 0, end: 5,
 			bookings: []Booking{borrowed("h1", "L1", 1, 10)}, want: []string{"h1@0:>L1"}},
 		{name: "cut and move on one host", start: 2, end: 8,

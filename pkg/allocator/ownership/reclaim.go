@@ -46,9 +46,9 @@ type Candidate struct {
 // included) are all borrowed and not fixed. Those that start before the
 // reclaim time At = start - cleaning are cut to end at At, when At leaves
 // each borrower at least the grace period from now (and At is after
-// now); those that start at
-// At or later are to move (Moves), which the caller may or may not find
-// room for. Nothing is taken from a borrower before the grace period is
+// now), and so are those that have begun by now; those that start at
+// At or later, after now, are to move (Moves), which the caller may or
+// may not find room for. Nothing is taken from a borrower before the grace period is
 // over.
 //
 // later is the earliest start from which the hosts refused only for the
@@ -75,7 +75,9 @@ func Reclaimable(now, start, end time.Time, cleaning time.Duration, grace map[st
 				ok = false
 				break
 			}
-			if b.Start.Before(at) {
+			// A loan that has begun by now runs: it is cut, never moved,
+			// even when the owner's window starts as early as it did.
+			if b.Start.Before(at) || !b.Start.After(now) {
 				cuts = append(cuts, b)
 			} else {
 				moves = append(moves, b)

@@ -38,10 +38,22 @@ type env struct {
 
 func newEnv(t *testing.T, d *db.DB, n int, plan ownership.Plan) *env {
 	t.Helper()
-	hs := leasestest.NewHosts(n, func(int) map[string]string { return map[string]string{"rack": "r1"} })
+	return newEnvCleaning(t, d, n, plan, 0)
+}
+
+// newEnvCleaning is newEnv with a cleaning time between host bookings.
+func newEnvCleaning(t *testing.T, d *db.DB, n int, plan ownership.Plan, cleaning time.Duration) *env {
+	t.Helper()
+	return newEnvHosts(t, d, n, func(int) map[string]string { return map[string]string{"rack": "r1"} }, plan, cleaning)
+}
+
+// newEnvHosts is newEnvCleaning with host i's properties props(i).
+func newEnvHosts(t *testing.T, d *db.DB, n int, props func(int) map[string]string, plan ownership.Plan, cleaning time.Duration) *env {
+	t.Helper()
+	hs := leasestest.NewHosts(n, props)
 	clock := leasestest.NewClock(t0)
 	own := ownership.New(d, lister{hs}, clock.Now)
-	hp := hostplugin.New(hs, d.DB, hostplugin.Config{Ownership: own}, clock.Now)
+	hp := hostplugin.New(hs, d.DB, hostplugin.Config{Ownership: own, Cleaning: cleaning}, clock.Now)
 	reg, err := plugins.NewRegistry(hp)
 	if err != nil {
 		t.Fatal(err)
@@ -521,3 +533,32 @@ func TestUpdateKeepsLendingLimits(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// A loan not begun is never moved onto a host its own reservation holds
+// over the window: with no other room the owner is refused.
+func TestReclaimMovesNotOntoItsOwnHosts(t *testing.T) {
+	plan := ownership.Plan{
+		Consumers: []ownership.Consumer{{ID: "dom", Rank: 1}, {ID: "a", ParentID: "dom", Rank: 1, ProjectID: "PA"},
+			{ID: "b", ParentID: "dom", Rank: 2, ProjectID: "PB"}},
+		Groups: []ownership.Group{{Name: "rack1", Properties: map[string]string{"rack": "r1"}}},
+		Entries: []ownership.Entry{{Consumer: "dom", Group: "rack1", Amount: 2}, {Consumer: "a", Group: "rack1", Amount: 1},
+			{Consumer: "b", Group: "rack1", Amount: 1, Lend: true, LendGraceSeconds: 3600}},
+	}
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			e := newEnv(t, dbtest.OpenDialect(t, dialect), 2, plan)
+			// a takes its host and b's for tomorrow.
+			loan, err := e.create("PA", "2030-01-02 00:00", "2030-01-03 00:00", 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.create("PB", "2030-01-01 12:00", "2030-01-02 02:00", 1); !errs.Is(err, errs.NotEnoughResources) {
+				t.Fatalf("b's reclaim with no room to move a's loan: %v", err)
+			}
+			es := pools(t, e.get(t, loan.ID))
+			if len(es) != 2 || es[0].HostID == es[1].HostID || es[0].Reclaim != nil || es[1].Reclaim != nil {
+				t.Fatalf("a's entries: %+v", es)
+			}
+		})
+	}
+}
