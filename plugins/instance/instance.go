@@ -153,6 +153,10 @@ type Config struct {
 	// the outbox) and the hosts' capacities read from (see external.go);
 	// nil uses the built-in Placement in the lease's transaction.
 	External ExternalPlacement
+	// Ownership, when set, is the ownership policy: with a plan, a
+	// reservation's slots come from its project's pools in order
+	// (ownership.go) and each host's source is recorded.
+	Ownership Ownership
 }
 
 // Plugin implements plugins.Plugin for virtual:instance.
@@ -459,6 +463,9 @@ func (p *Plugin) Describe(ctx context.Context, g *gorm.DB, res []*models.Reserva
 			m["resource_properties"] = r.SourceFlavor
 		}
 		out[r.ReservationID] = m
+	}
+	if err := describePools(ctx, g, ids, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
