@@ -125,8 +125,10 @@ func (p *Plan) Pure() *own.Plan {
 }
 
 // Validate checks the values the pure model does not see (negative
-// seconds and limits, duplicate projects), then the plan's rules.
-func (p *Plan) Validate() error {
+// seconds and limits, duplicate projects), then the plan's rules over
+// hosts (a child's slots must fit its parent's hosts, each counting
+// SlotsOf slots).
+func (p *Plan) Validate(hosts []own.Host) error {
 	projects := map[string]string{}
 	for _, c := range p.Consumers {
 		if c.BorrowGraceSeconds < 0 {
@@ -147,9 +149,7 @@ func (p *Plan) Validate() error {
 			return errs.BadRequestf("consumer %q has a negative lend_grace_seconds in resource group %q", e.Consumer, e.Group)
 		}
 	}
-	// Without hosts a host counts one slot; a plan write checks the
-	// units again over the registered hosts (Update).
-	return own.Validate(p.Pure(), nil)
+	return own.Validate(p.Pure(), hosts)
 }
 
 // SlotsCapability is the host extra capability that splits a host into
@@ -257,15 +257,11 @@ func (s *Service) update(ctx context.Context, gen int64, edit func(*Plan) error,
 	if err := edit(&p); err != nil {
 		return nil, err
 	}
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	pure := p.Pure()
-	hs, err := s.Hosts(ctx, pure)
+	hs, err := s.Hosts(ctx, p.Pure())
 	if err != nil {
 		return nil, err
 	}
-	if err := own.Validate(pure, hs); err != nil {
+	if err := p.Validate(hs); err != nil {
 		return nil, err
 	}
 	st, err := s.recompute(ctx, cur, p, trigger, false)

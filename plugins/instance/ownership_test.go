@@ -1,0 +1,232 @@
+package instance_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	own "github.com/leasehold/leasehold/pkg/allocator/ownership"
+	"github.com/leasehold/leasehold/pkg/blazar/leases"
+	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
+	"github.com/leasehold/leasehold/pkg/blazar/ownership"
+	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/errs"
+	hostplugin "github.com/leasehold/leasehold/plugins/host"
+	"github.com/leasehold/leasehold/plugins/instance"
+)
+
+// ownEnv is env with the ownership service as the instance plugin's
+// hook, over four hosts of 8 VCPU/16 GiB/800 GB: compute-1 and compute-2
+// count 4 slots for partial ownership (2 VCPU/4 GiB/200 GB each).
+type ownEnv struct {
+	*env
+	own *ownership.Service
+}
+
+func newOwnEnv(t testing.TB, d *db.DB) *ownEnv {
+	t.Helper()
+	var e *env
+	hook := &lateHook{}
+	e = newEnvWith(t, d, 4, func(i int) map[string]any {
+		if i <= 2 {
+			return map[string]any{"ownership_slots": "4"}
+		}
+		return nil
+	}, instance.Config{Ownership: hook})
+	o := ownership.New(d, e.hosts, e.clock.Now)
+	hook.svc = o
+	return &ownEnv{env: e, own: o}
+}
+
+// lateHook lets the ownership service be made after the plugin (it reads
+// the plugin's host service).
+type lateHook struct{ svc *ownership.Service }
+
+func (h *lateHook) HostOrder(project string) *own.Order { return h.svc.HostOrder(project) }
+
+// setPlan stores plan (generation gen) and refreshes the view.
+func (e *ownEnv) setPlan(t testing.TB, gen int64, plan ownership.Plan) {
+	t.Helper()
+	if _, err := e.own.Update(context.Background(), gen, func(p *ownership.Plan) error { *p = plan; return nil }); err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+}
+
+// slotPlan: dom owns compute-1 whole, a (p1) 2 of its slots, b (p2) the
+// other 2, lent to dom's pool with a grace of an hour; dom also owns
+// compute-3 whole, its private pool; q (p3) owns 2 slots of compute-2,
+// not lent, whose other 2 are public; compute-4 is public.
+func slotPlan(bLends bool) ownership.Plan {
+	return ownership.Plan{
+		Consumers: []ownership.Consumer{{ID: "dom", Rank: 1}, {ID: "q", Rank: 2, ProjectID: "p3"},
+			{ID: "a", ParentID: "dom", Rank: 1, ProjectID: "p1"}, {ID: "b", ParentID: "dom", Rank: 2, ProjectID: "p2"}},
+		Groups: []ownership.Group{{Name: "g1", Hosts: []string{"1"}}, {Name: "g2", Hosts: []string{"2"}}, {Name: "g3", Hosts: []string{"3"}}},
+		Entries: []ownership.Entry{{Consumer: "dom", Group: "g1", Amount: 1}, {Consumer: "dom", Group: "g3", Amount: 1},
+			{Consumer: "a", Group: "g1", Amount: 2, Partial: true},
+			{Consumer: "b", Group: "g1", Amount: 2, Partial: true, Lend: bLends, LendGraceSeconds: 3600},
+			{Consumer: "q", Group: "g2", Amount: 2, Partial: true}},
+	}
+}
+
+// pools renders a reservation's ownership entries as
+// "host:pool[:consumer][<lender]", sorted.
+func pools(t testing.TB, r map[string]any) string {
+	t.Helper()
+	raw, ok := r["ownership"]
+	if !ok {
+		return "(none)"
+	}
+	var out []string
+	for _, e := range raw.([]hostplugin.PoolEntry) {
+		s := e.HostID + ":" + e.Pool
+		if e.Consumer != "" {
+			s += ":" + e.Consumer
+		}
+		if e.LentBy != "" {
+			s += "<" + e.LentBy
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+func (e *ownEnv) createAs(t testing.TB, project, name string, amount int) (*leases.View, error) {
+	t.Helper()
+	return e.svc.Create(context.Background(), leases.Caller{UserID: "u-" + project, ProjectID: project},
+		leasestest.Request(name, "2030-01-02 00:00", "2030-01-03 00:00", instanceRes(amount, 2, 4096, 10, nil)))
+}
+
+// TestSlotsFromPools: with a plan, a's instance leases take a's slots of
+// compute-1 first, then dom's private compute-3, then b's lent slots,
+// then the public pool; q's slots of compute-2 are never a's; each
+// reservation records and shows where its hosts came from, in GET and in
+// listings, and forgets it when deleted.
+func TestSlotsFromPools(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newOwnEnv(t, d)
+		ctx := context.Background()
+		// Without a plan: upstream's body.
+		v, err := e.createAs(t, "p1", "before", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pools(t, v.Reservations[0]); got != "(none)" {
+			t.Fatalf("a lease without a plan shows ownership %s", got)
+		}
+		if err := e.svc.Delete(ctx, leases.Caller{ProjectID: "p1"}, v.ID); err != nil {
+			t.Fatal(err)
+		}
+		e.setPlan(t, 0, slotPlan(true))
+
+		steps := []struct {
+			project string
+			amount  int
+			want    string // "" when checked by check
+			check   func(string) bool
+			slots   map[string]int
+		}{
+			{"p1", 2, "1:owned:a", nil, map[string]int{"compute-1": 2}},
+			{"p1", 2, "3:private:dom", nil, map[string]int{"compute-3": 2}},
+			// compute-3 has 2 left, b lends its 2 slots of compute-1.
+			{"p1", 3, "1:private:dom<b 3:private:dom", nil, nil},
+			// Only the public pool is left: compute-2's public slots and
+			// compute-4 (and whatever of the earlier pools is free).
+			{"p1", 4, "", func(s string) bool {
+				return strings.Contains(s, ":public") && !strings.Contains(s, "q") && !strings.Contains(s, "2:owned")
+			}, nil},
+			{"p3", 2, "2:owned:q", nil, map[string]int{"compute-2": 2}},
+		}
+		var ids []string
+		for i, st := range steps {
+			v, err := e.createAs(t, st.project, fmt.Sprintf("l%d", i), st.amount)
+			if err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+			ids = append(ids, v.ID)
+			got, err := e.svc.Get(ctx, leases.Caller{ProjectID: st.project}, v.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := got.Reservations[0]
+			p := pools(t, r)
+			if st.want != "" && p != st.want || st.check != nil && !st.check(p) {
+				t.Errorf("step %d (%s, %d slots): pools %s, want %s", i, st.project, st.amount, p, st.want)
+			}
+			if st.slots != nil {
+				if s := e.slots(t, r["id"].(string)); fmt.Sprint(s) != fmt.Sprint(st.slots) {
+					t.Errorf("step %d: slots %v, want %v", i, s, st.slots)
+				}
+			}
+		}
+		// What a may use is nearly all taken; q's slots are not a's.
+		if _, err := e.createAs(t, "p1", "more", 8); kindOf(err) != errs.NotEnoughResources {
+			t.Fatalf("a's lease beyond its pools: %v", err)
+		}
+		// Listings show the same entries.
+		list, err := e.svc.List(ctx, leases.Caller{ProjectID: "p1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, l := range list {
+			for _, r := range l.Reservations {
+				if pools(t, r) != "(none)" {
+					n++
+				}
+			}
+		}
+		if n != 4 {
+			t.Errorf("p1's listing shows ownership on %d reservations, want 4", n)
+		}
+		// A deleted lease forgets its records.
+		if err := e.svc.Delete(ctx, leases.Caller{ProjectID: "p1"}, ids[0]); err != nil {
+			t.Fatal(err)
+		}
+		var left int64
+		if err := d.Raw("SELECT COUNT(*) FROM ownership_pools o JOIN reservations r ON r.id = o.reservation_id WHERE r.lease_id = ?", ids[0]).Scan(&left).Error; err != nil {
+			t.Fatal(err)
+		}
+		if left != 0 {
+			t.Errorf("deleted lease keeps %d pool records", left)
+		}
+	})
+}
+
+// TestSlotsNotLentNotTaken: b does not lend: once a's slots and dom's
+// private host are used up, a's next lease skips b's slots of compute-1
+// and goes to the public pool, and b still gets its own slots.
+func TestSlotsNotLentNotTaken(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newOwnEnv(t, d)
+		e.setPlan(t, 0, slotPlan(false))
+		for i, want := range []string{"1:owned:a", "3:private:dom"} {
+			v, err := e.createAs(t, "p1", fmt.Sprintf("a%d", i), map[int]int{0: 2, 1: 4}[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, _ := e.svc.Get(context.Background(), leases.Caller{ProjectID: "p1"}, v.ID)
+			if got := pools(t, g.Reservations[0]); got != want {
+				t.Fatalf("lease %d: %s, want %s", i, got, want)
+			}
+		}
+		v, err := e.createAs(t, "p1", "a2", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := e.svc.Get(context.Background(), leases.Caller{ProjectID: "p1"}, v.ID)
+		if got := pools(t, g.Reservations[0]); strings.HasPrefix(got, "1:") || !strings.Contains(got, ":public") {
+			t.Fatalf("a's third lease: %s, want the public pool, never b's slots", got)
+		}
+		v, err = e.createAs(t, "p2", "b0", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ = e.svc.Get(context.Background(), leases.Caller{ProjectID: "p2"}, v.ID)
+		if got := pools(t, g.Reservations[0]); got != "1:owned:b" {
+			t.Fatalf("b's lease: %s, want its own slots of compute-1", got)
+		}
+	})
+}
