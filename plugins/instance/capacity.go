@@ -254,7 +254,7 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 				if !tx.Fresh {
 					return dec, nil, fmt.Errorf("%w: %w", plugins.ErrStale, err)
 				}
-				return dec, nil, plugins.NotEnough("%s", ne.Error())
+				return dec, nil, plugins.NotEnough("%s", err.Error()) // with the lending limits that left hosts out
 			}
 			if errors.Is(err, allocator.ErrInvalidRequest) {
 				return dec, nil, plugins.BadRequest("%s", err.Error())

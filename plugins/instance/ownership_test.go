@@ -230,3 +230,46 @@ func TestSlotsNotLentNotTaken(t *testing.T) {
 		}
 	})
 }
+
+// TestSlotsWithinLendingLimits: b lends its two hosts with a lending
+// limit of one host at once; q owns the other two and lends nothing. a's
+// leases may borrow one of b's hosts at a time: six slots (two hosts'
+// worth of 4) are refused naming b's limit, four fit, a second overlapping
+// loan is refused, one in another window is not.
+func TestSlotsWithinLendingLimits(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newOwnEnv(t, d)
+		one := 1
+		e.setPlan(t, 0, ownership.Plan{
+			Consumers: []ownership.Consumer{{ID: "dom", Rank: 1}, {ID: "q", Rank: 2, ProjectID: "p3"},
+				{ID: "a", ParentID: "dom", Rank: 1, ProjectID: "p1"}, {ID: "b", ParentID: "dom", Rank: 2, ProjectID: "p2", LendingLimit: &one}},
+			Groups: []ownership.Group{{Name: "gq", Hosts: []string{"1", "2"}}, {Name: "gb", Hosts: []string{"3", "4"}}},
+			Entries: []ownership.Entry{{Consumer: "q", Group: "gq", Amount: 2}, {Consumer: "dom", Group: "gb", Amount: 2},
+				{Consumer: "b", Group: "gb", Amount: 2, Lend: true, LendGraceSeconds: 3600}},
+		})
+		ctx := context.Background()
+		pa := leases.Caller{UserID: "u", ProjectID: "p1"}
+		create := func(name, start, end string, amount int) (*leases.View, error) {
+			return e.svc.Create(ctx, pa, leasestest.Request(name, start, end, instanceRes(amount, 2, 4096, 10, nil)))
+		}
+		_, err := create("six", "2030-01-02 00:00", "2030-01-03 00:00", 6)
+		if kindOf(err) != errs.NotEnoughResources || !strings.Contains(err.Error(), `consumer "b" lends at most 1 hosts at once`) {
+			t.Fatalf("six slots over two of b's hosts: %v", err)
+		}
+		v, err := create("four", "2030-01-02 00:00", "2030-01-03 00:00", 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := e.svc.Get(ctx, pa, v.ID)
+		if got := pools(t, g.Reservations[0]); got != "3:private:dom<b" && got != "4:private:dom<b" {
+			t.Fatalf("four slots: %s, want one of b's hosts", got)
+		}
+		if _, err := create("more", "2030-01-02 12:00", "2030-01-04 00:00", 1); kindOf(err) != errs.NotEnoughResources ||
+			!strings.Contains(err.Error(), `has 0 left to lend`) {
+			t.Fatalf("a second loan at once: %v", err)
+		}
+		if _, err := create("later", "2030-01-05 00:00", "2030-01-06 00:00", 4); err != nil {
+			t.Fatalf("a loan in another window: %v", err)
+		}
+	})
+}
