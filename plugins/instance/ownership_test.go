@@ -6,12 +6,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"pgregory.net/rapid"
 
 	own "github.com/leasehold/leasehold/pkg/allocator/ownership"
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
 	"github.com/leasehold/leasehold/pkg/blazar/ownership"
 	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/db/dbtest"
 	"github.com/leasehold/leasehold/pkg/errs"
 	hostplugin "github.com/leasehold/leasehold/plugins/host"
 	"github.com/leasehold/leasehold/plugins/instance"
@@ -270,6 +274,94 @@ func TestSlotsWithinLendingLimits(t *testing.T) {
 		}
 		if _, err := create("later", "2030-01-05 00:00", "2030-01-06 00:00", 4); err != nil {
 			t.Fatalf("a loan in another window: %v", err)
+		}
+	})
+}
+
+// TestSlotsNeverBorrowedWithoutLeave: for random plans (who lends, with
+// which grace periods) and random instance leases of three projects, no
+// reservation draws from capacity its project may not use (another
+// consumer's that does not lend to it, or lends with a grace period
+// shorter than its borrowing grace), and no part of a partly owned host
+// ever holds more instances than its share of the host.
+func TestSlotsNeverBorrowedWithoutLeave(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		d := dbtest.Open(t)
+		e := newOwnEnv(t, d)
+		plan := slotPlan(rapid.Bool().Draw(rt, "b lends"))
+		plan.Consumers[2].BorrowGraceSeconds = int64(rapid.IntRange(0, 2).Draw(rt, "a's borrow grace")) * 3600
+		plan.Entries[2].Lend = rapid.Bool().Draw(rt, "a lends")
+		plan.Entries[2].LendGraceSeconds = int64(rapid.IntRange(0, 2).Draw(rt, "a's lend grace")) * 3600
+		plan.Entries[3].LendGraceSeconds = int64(rapid.IntRange(0, 2).Draw(rt, "b's lend grace")) * 3600
+		plan.Entries[4].Lend = rapid.Bool().Draw(rt, "q lends")
+		e.setPlan(t, 0, plan)
+		days := []string{"2030-01-02 00:00", "2030-01-03 00:00", "2030-01-04 00:00"}
+		for i := range rapid.IntRange(1, 10).Draw(rt, "leases") {
+			project := rapid.SampledFrom([]string{"p1", "p2", "p3", "p4"}).Draw(rt, "project")
+			s := rapid.IntRange(0, 1).Draw(rt, "start")
+			_, _ = e.svc.Create(context.Background(), leases.Caller{UserID: "u", ProjectID: project},
+				leasestest.Request(fmt.Sprintf("l%d", i), days[s], days[s+rapid.IntRange(1, 2-s).Draw(rt, "days")],
+					instanceRes(rapid.IntRange(1, 5).Draw(rt, "amount"), 2, 4096, 10, nil)))
+		}
+		var rows []struct {
+			Project, Host, Pool, Consumer, LentBy string
+			Slots                                 int
+			StartDate, EndDate                    time.Time
+		}
+		if err := d.Raw(`SELECT l.project_id AS project, o.compute_host_id AS host, o.pool, o.consumer, o.lent_by, a.slots, a.start_date, a.end_date
+ FROM ownership_pools o JOIN instance_allocations a ON a.reservation_id = o.reservation_id AND a.compute_host_id = o.compute_host_id
+ JOIN leases l ON l.id = o.lease_id`).Scan(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		consumer := map[string]string{"p1": "a", "p2": "b", "p3": "q"}
+		borrowGrace := map[string]int64{"a": plan.Consumers[2].BorrowGraceSeconds}
+		lends := map[string]*ownership.Entry{"a": &plan.Entries[2], "b": &plan.Entries[3], "q": &plan.Entries[4]}
+		// Who holds what: compute-1's parts are a's and b's, compute-2's
+		// q's and the public's, compute-3 is dom's, compute-4 public.
+		holders := map[string][]string{"1": {"a", "b"}, "2": {"q", ""}, "3": {"dom"}, "4": {""}}
+		used := map[[2]string][]int{} // (host, part owner) → slots per day
+		for _, r := range rows {
+			c := consumer[r.Project]
+			owner := own.PartOwner(r.Pool, r.Consumer, r.LentBy)
+			if !slices.Contains(holders[r.Host], owner) {
+				t.Fatalf("%s's slots on host %s recorded from %q, which holds none of it (%+v)", r.Project, r.Host, owner, r)
+			}
+			var ok bool
+			switch owner {
+			case "", c:
+				ok = true
+			case "dom": // the private pool of a and b
+				ok = c == "a" || c == "b"
+			case "a", "b": // lent into dom's pool
+				ok = (c == "a" || c == "b") && lends[owner].Lend && borrowGrace[c] <= lends[owner].LendGraceSeconds
+			case "q": // lent into the public pool
+				ok = lends[owner].Lend && borrowGrace[c] <= lends[owner].LendGraceSeconds
+			}
+			if !ok {
+				t.Fatalf("%s (consumer %q) drew %d slots of host %s from %q, which does not lend to it (%+v)", r.Project, c, r.Slots, r.Host, owner, r)
+			}
+			k := [2]string{r.Host, owner}
+			if used[k] == nil {
+				used[k] = make([]int, len(days))
+			}
+			for i, day := range days {
+				at, _ := time.Parse("2006-01-02 15:04", day)
+				if !at.Before(r.StartDate) && at.Before(r.EndDate) {
+					used[k][i] += r.Slots
+				}
+			}
+		}
+		// A part of 2 of compute-1's or compute-2's 4 slots holds 2
+		// instances of 2 VCPU/4 GiB.
+		for k, per := range used {
+			if k[0] != "1" && k[0] != "2" {
+				continue
+			}
+			for i, n := range per {
+				if n > 2 {
+					t.Fatalf("part %q of host %s holds %d instances on %s, its share is 2", k[1], k[0], n, days[i])
+				}
+			}
 		}
 	})
 }
