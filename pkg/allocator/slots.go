@@ -238,6 +238,11 @@ type SlotRequest struct {
 	// every host matching the request, those left out of the list (busy
 	// with a whole-host reservation) included; 0 means len(hosts).
 	MatchingHosts int
+	// FreeOutside is how many hosts entirely free in the window match
+	// the request but are left out of the list (a choice over part of
+	// the matching hosts, as ownership's pool stages make): the reserve
+	// counts them among the hosts kept whole.
+	FreeOutside int
 }
 
 // SlotDecision is the outcome of ChooseSlots.

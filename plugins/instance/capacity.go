@@ -422,7 +422,11 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 		return allocator.SlotDecision{}, nil, err
 	}
 	dec, picks, err := stagedSlots(bp.order, bp.budgets, slotHosts, w.size, partPeaks(byHost, owners, lo, hi),
-		func(hs []allocator.SlotHost) (allocator.SlotDecision, error) { return allocator.ChooseSlots(hs, req) })
+		func(hs []allocator.SlotHost, freeOutside int) (allocator.SlotDecision, error) {
+			r := req
+			r.FreeOutside = freeOutside
+			return allocator.ChooseSlots(hs, r)
+		})
 	bp.picks = picks
 	return dec, tops, err
 }

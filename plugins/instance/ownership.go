@@ -64,7 +64,7 @@ type byPool struct {
 // more of a lender's hosts than its budget is made again within it.
 func stagedSlots(o *ownership.Order, budgets map[string]int, base []allocator.SlotHost, size allocator.SlotSize,
 	partPeak func(h, owner string, capa allocator.SlotSize) allocator.SlotSize,
-	choose func([]allocator.SlotHost) (allocator.SlotDecision, error)) (allocator.SlotDecision, map[string]pick, error) {
+	choose func(hs []allocator.SlotHost, freeOutside int) (allocator.SlotDecision, error)) (allocator.SlotDecision, map[string]pick, error) {
 	var dec allocator.SlotDecision
 	var err error
 	capped := map[string]map[string]bool{}
@@ -73,10 +73,16 @@ func stagedSlots(o *ownership.Order, budgets map[string]int, base []allocator.Sl
 		for {
 			hs := make([]allocator.SlotHost, 0, len(base))
 			picks := map[string]pick{}
+			// The whole-host reserve is kept over every matching host:
+			// those entirely free outside the stage count as kept.
+			outside := 0
 			for _, sh := range base {
 				if sh.Held > 0 {
 					hs = append(hs, sh)
 					continue
+				}
+				if allocator.WholeFree(&sh) {
+					outside++
 				}
 				whole, parts := o.Offer(k, sh.ID)
 				var pk pick
@@ -112,10 +118,13 @@ func stagedSlots(o *ownership.Order, budgets map[string]int, base []allocator.Sl
 				if out {
 					continue
 				}
+				if allocator.WholeFree(&sh) {
+					outside--
+				}
 				hs = append(hs, sh)
 				picks[sh.ID] = pk
 			}
-			dec, err = choose(hs)
+			dec, err = choose(hs, outside)
 			if err != nil {
 				break
 			}
