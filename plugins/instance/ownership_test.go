@@ -365,3 +365,35 @@ func TestSlotsNeverBorrowedWithoutLeave(t *testing.T) {
 		}
 	})
 }
+
+// TestSlotsUpdateFromPools: a pending reservation that grows is placed
+// again from its pools and its records follow (a's 2 slots, then dom's
+// private host); shrunk back, it keeps only what it holds.
+func TestSlotsUpdateFromPools(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newOwnEnv(t, d)
+		e.setPlan(t, 0, slotPlan(false))
+		ctx := context.Background()
+		pa := leases.Caller{UserID: "u", ProjectID: "p1"}
+		v, err := e.createAs(t, "p1", "grow", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resID := v.Reservations[0]["id"].(string)
+		for _, st := range []struct {
+			amount int
+			want   string
+		}{{4, "1:owned:a 3:private:dom"}, {1, "1:owned:a"}} {
+			if _, err := e.svc.Update(ctx, pa, v.ID, leasestest.Update(map[string]any{"id": resID, "amount": st.amount})); err != nil {
+				t.Fatalf("amount %d: %v", st.amount, err)
+			}
+			g, err := e.svc.Get(ctx, pa, v.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pools(t, g.Reservations[0]); got != st.want {
+				t.Errorf("amount %d: %s, want %s", st.amount, got, st.want)
+			}
+		}
+	})
+}
