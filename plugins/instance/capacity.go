@@ -278,6 +278,11 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 			}
 		}
 		if len(lost) == 0 {
+			if bp != nil {
+				if err := checkLenders(ctx, tx, bp, dec, held, win, resID); err != nil {
+					return dec, nil, err
+				}
+			}
 			return dec, bp, nil
 		}
 		if attempt >= p.cfg.MaxReplans {

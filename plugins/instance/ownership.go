@@ -175,21 +175,51 @@ func overBudget(budgets map[string]int, capped map[string]map[string]bool, picks
 	return "", nil
 }
 
-// lenderBudgets locks o's lenders with a lending limit and reads what
-// they have left to lend over win (nil when o borrows from none): read
-// under the locks, the choice made from it is final.
+// lenderBudgets reads what o's lenders with a lending limit have left to
+// lend over win (nil when o borrows from none), for the choice; the
+// write checks the chosen loans again under the lenders' locks
+// (checkLenders).
 func lenderBudgets(ctx context.Context, tx *plugins.Tx, o *ownership.Order, win allocator.Interval, exclude string) (map[string]int, error) {
 	if o == nil {
 		return nil, nil
 	}
-	limits := o.Budgets(nil, win.Start, win.End)
-	if len(limits) == 0 {
-		return nil, nil
-	}
-	if err := plugins.LockResources(tx, host.LenderLock, slices.Sorted(maps.Keys(limits))); err != nil {
-		return nil, err
-	}
 	return host.LenderBudgets(ctx, tx.DB, o, win, exclude)
+}
+
+// checkLenders re-checks, with the chosen hosts locked, that the hosts
+// and parts dec borrows keep their lenders' lending limits: it locks
+// those lenders (after the hosts, the order the host plugin takes them
+// in) and reads their loans again; a concurrent loan that used the room
+// makes the write run again (plugins.ErrRetry), to choose from what is
+// left.
+func checkLenders(ctx context.Context, tx *plugins.Tx, bp *byPool, dec allocator.SlotDecision, held map[string]int, win allocator.Interval, exclude string) error {
+	need := map[string]int{}
+	for _, h := range dec.Order {
+		if dec.Slots[h] <= held[h] {
+			continue
+		}
+		for _, x := range bp.picks[h].charges {
+			if bp.order.Limit(x) >= 0 {
+				need[x]++
+			}
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	if err := plugins.LockResources(tx, host.LenderLock, slices.Sorted(maps.Keys(need))); err != nil {
+		return err
+	}
+	left, err := host.LenderBudgets(ctx, tx.DB, bp.order, win, exclude)
+	if err != nil {
+		return err
+	}
+	for x, n := range need {
+		if b, ok := left[x]; ok && n > b {
+			return plugins.ErrRetry
+		}
+	}
+	return nil
 }
 
 // partOwners returns, for the bookings on the partly owned hosts ids,

@@ -275,6 +275,29 @@ func TestSlotsWithinLendingLimits(t *testing.T) {
 		if _, err := create("later", "2030-01-05 00:00", "2030-01-06 00:00", 4); err != nil {
 			t.Fatalf("a loan in another window: %v", err)
 		}
+		// Two loans at once, concurrently (on MariaDB the write re-checks
+		// under the lender's lock): one of them is refused.
+		results := make(chan error, 2)
+		for i := range 2 {
+			go func() {
+				_, err := create(fmt.Sprintf("race%d", i), "2030-01-08 00:00", "2030-01-09 00:00", 3)
+				results <- err
+			}()
+		}
+		var ok, refused int
+		for range 2 {
+			switch err := <-results; {
+			case err == nil:
+				ok++
+			case kindOf(err) == errs.NotEnoughResources:
+				refused++
+			default:
+				t.Errorf("concurrent loan: %v", err)
+			}
+		}
+		if ok != 1 || refused != 1 {
+			t.Fatalf("concurrent loans from b: %d made, %d refused; want 1 and 1", ok, refused)
+		}
 	})
 }
 
