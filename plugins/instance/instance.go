@@ -26,6 +26,15 @@
 // allocator.EarliestSlots), reading the bookings outside any
 // transaction through Config.DB; the create that follows checks again.
 //
+// # Ownership
+//
+// With an ownership plan (Config.Ownership), the slots come from the
+// project's pools in order, the smallest prefix that serves (ownership.go):
+// whole hosts as the host plugin takes them, and of a partly owned host
+// one part, at most its share of the host less that part's bookings.
+// Each host's source is recorded in ownership_pools and shown as the
+// reservation's "ownership" entries.
+//
 // # Storage
 //
 // instance_reservations holds the parameters; instance_allocations the

@@ -31,9 +31,8 @@ type ownEnv struct {
 
 func newOwnEnv(t testing.TB, d *db.DB) *ownEnv {
 	t.Helper()
-	var e *env
 	hook := &lateHook{}
-	e = newEnvWith(t, d, 4, func(i int) map[string]any {
+	e := newEnvWith(t, d, 4, func(i int) map[string]any {
 		if i <= 2 {
 			return map[string]any{"ownership_slots": "4"}
 		}
