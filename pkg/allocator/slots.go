@@ -81,6 +81,19 @@ func (s SlotSize) Min(o SlotSize) SlotSize {
 	return fromDims(a)
 }
 
+// Scale is s times num/den in every dimension, rounded down (a part of
+// a host: num of its den slots). den <= 0 leaves s as it is.
+func (s SlotSize) Scale(num, den int64) SlotSize {
+	if den <= 0 {
+		return s
+	}
+	d := s.dims()
+	for i := range d {
+		d[i] = d[i] * num / den
+	}
+	return fromDims(d)
+}
+
 // negative reports whether any dimension of s is below zero.
 func (s SlotSize) negative() bool {
 	for _, v := range s.dims() {
@@ -225,6 +238,11 @@ type SlotRequest struct {
 	// every host matching the request, those left out of the list (busy
 	// with a whole-host reservation) included; 0 means len(hosts).
 	MatchingHosts int
+	// FreeOutside is how many hosts entirely free in the window match
+	// the request but are left out of the list (a choice over part of
+	// the matching hosts, as ownership's pool stages make): the reserve
+	// counts them among the hosts kept whole.
+	FreeOutside int
 }
 
 // SlotDecision is the outcome of ChooseSlots.

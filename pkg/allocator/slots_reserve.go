@@ -29,6 +29,10 @@ func slotExempt(capa SlotSize, req SlotRequest) bool {
 	return n <= 1 || req.Affinity != nil && *req.Affinity && req.Amount >= n
 }
 
+// WholeFree tells whether h is entirely free in the window (held slots
+// count as use).
+func WholeFree(h *SlotHost) bool { return wholeFree(h) }
+
 // wholeFree tells whether h is entirely free in the window.
 func wholeFree(h *SlotHost) bool {
 	if h.Held > 0 || h.Free != h.Capacity {
@@ -82,6 +86,7 @@ func newSlotReserve(hosts []SlotHost, req SlotRequest) *slotReserve {
 	if !closed {
 		return nil
 	}
+	free += max(0, req.FreeOutside)
 	r.limit = max(0, free-keep)
 	r.kept = min(free, keep)
 	return r

@@ -54,6 +54,21 @@ func TestChooseSlotsWholeReserve(t *testing.T) {
 			want:  map[string]int{"h0": 4},
 		},
 		{
+			// A choice over 2 of 10 matching hosts (an ownership stage)
+			// whose other whole-free hosts keep the reserve: it may open
+			// its own.
+			name:  "whole-free hosts outside the list keep the reserve",
+			hosts: reservePool(2, 2, 0),
+			req:   SlotRequest{Size: slotQuarter, Amount: 1, Sizes: sizes, WholeReservePercent: 20, MatchingHosts: 10, FreeOutside: 2},
+			want:  map[string]int{"h0": 1},
+		},
+		{
+			name:  "too few whole-free hosts outside the list",
+			hosts: reservePool(2, 2, 0),
+			req:   SlotRequest{Size: slotQuarter, Amount: 1, Sizes: sizes, WholeReservePercent: 20, MatchingHosts: 10},
+			err:   "of which 2 hosts kept whole",
+		},
+		{
 			name:  "one above the reserve: not two hosts",
 			hosts: reservePool(10, 3, 0),
 			req:   SlotRequest{Size: slotQuarter, Amount: 5, Sizes: sizes, WholeReservePercent: 20},

@@ -223,6 +223,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		Flavors:    drv.Name() != "standalone",
 		DB:         d,
 		External:   extPlacement,
+		Ownership:  s.Ownership,
 
 		WholeReservePercent: bc.VirtualInstance.WholeHostReservePercent,
 		Sizes:               policySizes(bc.VirtualInstance.Sizes),

@@ -166,6 +166,18 @@ type lendingLimitError struct {
 func (e *lendingLimitError) Error() string { return e.err.Error() + " (" + e.note + ")" }
 func (e *lendingLimitError) Unwrap() error { return e.err }
 
+// LenderLock is the resource type of the lenders' lock rows, for other
+// plugins that borrow (plugins.LockResources).
+const LenderLock = lenderLock
+
+// LenderBudgets is what o's lenders with a lending limit have left to
+// lend over win, from the loans of every reservation but exclude's
+// (nil: o borrows from no limited lender). Read it under the lenders'
+// locks (LenderLock) for a final answer.
+func LenderBudgets(ctx context.Context, g *gorm.DB, o *ownership.Order, win allocator.Interval, exclude string) (map[string]int, error) {
+	return budgets(ctx, g, o, win, exclude)
+}
+
 // lenderLock is the resource type of the lock rows that serialise the
 // borrowing from one lender with a lending limit.
 const lenderLock = "ownership:lender"

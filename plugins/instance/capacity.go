@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/pkg/allocator"
+	"github.com/leasehold/leasehold/pkg/allocator/ownership"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/placement"
@@ -223,47 +224,69 @@ func (p *Plugin) domainOf(h *hosts.Host) string {
 // active reservation keeps. It reads everything in tx and, on MySQL,
 // locks the chosen hosts and checks them again (see the package
 // documentation).
-func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allocator.Interval, resID string, held map[string]int) (allocator.SlotDecision, error) {
+//
+// With an ownership order o (nil: ownership off) the slots come from the
+// project's pools (stagedSlots) and the returned byPool says where each
+// host's new slots came from.
+func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allocator.Interval, resID string, held map[string]int, o *ownership.Order) (allocator.SlotDecision, *byPool, error) {
 	all, err := p.hostList(ctx)
 	if err != nil {
-		return allocator.SlotDecision{}, err
+		return allocator.SlotDecision{}, nil, err
 	}
 	if err := p.checkExternal(&ps); err != nil {
-		return allocator.SlotDecision{}, err
+		return allocator.SlotDecision{}, nil, err
+	}
+	var bp *byPool
+	if o != nil {
+		b, err := lenderBudgets(ctx, tx, o, win, resID)
+		if err != nil {
+			return allocator.SlotDecision{}, nil, err
+		}
+		bp = &byPool{order: o, budgets: b}
 	}
 	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
 	excluded := map[string]bool{}
 	for attempt := 0; ; attempt++ {
-		dec, tops, err := p.chooseOnce(ctx, tx, all, ps, lo, hi, resID, held, excluded)
+		dec, tops, err := p.chooseOnce(ctx, tx, all, ps, lo, hi, resID, held, excluded, bp)
 		if err != nil {
 			var ne *allocator.NotEnoughSlotsError
 			if errors.As(err, &ne) {
 				if !tx.Fresh {
-					return dec, fmt.Errorf("%w: %w", plugins.ErrStale, err)
+					return dec, nil, fmt.Errorf("%w: %w", plugins.ErrStale, err)
 				}
-				return dec, plugins.NotEnough("%s", ne.Error())
+				return dec, nil, plugins.NotEnough("%s", err.Error()) // with the lending limits that left hosts out
 			}
 			if errors.Is(err, allocator.ErrInvalidRequest) {
-				return dec, plugins.BadRequest("%s", err.Error())
+				return dec, nil, plugins.BadRequest("%s", err.Error())
 			}
 			var ue *unservedError
 			if errors.As(err, &ue) {
 				if !tx.Fresh {
-					return dec, fmt.Errorf("%w: %w", plugins.ErrStale, err)
+					return dec, nil, fmt.Errorf("%w: %w", plugins.ErrStale, err)
 				}
-				return dec, plugins.BadRequest("%s", ue.Error())
+				return dec, nil, plugins.BadRequest("%s", ue.Error())
 			}
-			return dec, err
+			return dec, nil, err
 		}
 		lost, err := p.lockAndCheck(ctx, tx, all, ps, lo, hi, resID, dec, held, tops)
 		if err != nil {
-			return dec, err
+			return dec, nil, err
+		}
+		if len(lost) == 0 && bp != nil && tx.Dialect != db.SQLite {
+			if lost, err = partsLost(ctx, tx, bp, dec, held, lo, hi, resID, wantOf(&ps).m, wantOf(&ps).size); err != nil {
+				return dec, nil, err
+			}
 		}
 		if len(lost) == 0 {
-			return dec, nil
+			if bp != nil {
+				if err := checkLenders(ctx, tx, bp, dec, held, win, resID); err != nil {
+					return dec, nil, err
+				}
+			}
+			return dec, bp, nil
 		}
 		if attempt >= p.cfg.MaxReplans {
-			return dec, plugins.ErrRetry
+			return dec, nil, plugins.ErrRetry
 		}
 		for _, h := range lost {
 			if held[h] == 0 {
@@ -275,7 +298,7 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 }
 
 // chooseOnce reads the use of the matching hosts and runs the allocator.
-func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, lo, hi time.Time, resID string, held map[string]int, excluded map[string]bool) (allocator.SlotDecision, map[string]allocator.SlotSize, error) {
+func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, lo, hi time.Time, resID string, held map[string]int, excluded map[string]bool, bp *byPool) (allocator.SlotDecision, map[string]allocator.SlotSize, error) {
 	w := wantOf(&ps)
 	caps, err := p.caps.get(ctx, tx, all, tx.Fresh, p.computeCapacities)
 	if err != nil {
@@ -389,7 +412,27 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 	}
 	req := w.request(&ps)
 	req.Sizes, req.WholeReservePercent, req.MatchingHosts = sizes, p.cfg.WholeReservePercent, len(matching)+nExcluded
-	dec, err := allocator.ChooseSlots(slotHosts, req)
+	if bp == nil {
+		dec, err := allocator.ChooseSlots(slotHosts, req)
+		return dec, tops, err
+	}
+	var split []string
+	for _, sh := range slotHosts {
+		if bp.order.Split(sh.ID) {
+			split = append(split, sh.ID)
+		}
+	}
+	owners, err := partOwners(ctx, tx, split)
+	if err != nil {
+		return allocator.SlotDecision{}, nil, err
+	}
+	dec, picks, err := stagedSlots(bp.order, bp.budgets, slotHosts, w.size, partPeaks(byHost, owners, lo, hi),
+		func(hs []allocator.SlotHost, freeOutside int) (allocator.SlotDecision, error) {
+			r := req
+			r.FreeOutside = freeOutside
+			return allocator.ChooseSlots(hs, r)
+		})
+	bp.picks = picks
 	return dec, tops, err
 }
 

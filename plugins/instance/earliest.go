@@ -164,7 +164,7 @@ func (p *Plugin) ChooseAt(ctx context.Context, r plugins.Request, start, end tim
 	for _, id := range taken {
 		excluded[id] = true
 	}
-	dec, _, err := p.chooseOnce(ctx, tx, all, ps, start.Add(-p.cfg.Cleaning), end.Add(p.cfg.Cleaning), "", nil, excluded)
+	dec, _, err := p.chooseOnce(ctx, tx, all, ps, start.Add(-p.cfg.Cleaning), end.Add(p.cfg.Cleaning), "", nil, excluded, nil)
 	if err != nil {
 		var ne *allocator.NotEnoughSlotsError
 		if errors.As(err, &ne) {

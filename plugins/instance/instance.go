@@ -26,6 +26,15 @@
 // allocator.EarliestSlots), reading the bookings outside any
 // transaction through Config.DB; the create that follows checks again.
 //
+// # Ownership
+//
+// With an ownership plan (Config.Ownership), the slots come from the
+// project's pools in order, the smallest prefix that serves (ownership.go):
+// whole hosts as the host plugin takes them, and of a partly owned host
+// one part, at most its share of the host less that part's bookings.
+// Each host's source is recorded in ownership_pools and shown as the
+// reservation's "ownership" entries.
+//
 // # Storage
 //
 // instance_reservations holds the parameters; instance_allocations the
@@ -153,6 +162,10 @@ type Config struct {
 	// the outbox) and the hosts' capacities read from (see external.go);
 	// nil uses the built-in Placement in the lease's transaction.
 	External ExternalPlacement
+	// Ownership, when set, is the ownership policy: with a plan, a
+	// reservation's slots come from its project's pools in order
+	// (ownership.go) and each host's source is recorded.
+	Ownership Ownership
 }
 
 // Plugin implements plugins.Plugin for virtual:instance.
@@ -459,6 +472,9 @@ func (p *Plugin) Describe(ctx context.Context, g *gorm.DB, res []*models.Reserva
 			m["resource_properties"] = r.SourceFlavor
 		}
 		out[r.ReservationID] = m
+	}
+	if err := describePools(ctx, g, ids, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -24,7 +24,7 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 		return "", fmt.Errorf("%s: request of type %T", ResourceType, r)
 	}
 	win := allocator.Interval{Start: lease.Start, End: lease.End}
-	dec, err := p.choose(ctx, tx, req.params, win, res.ID, nil)
+	dec, bp, err := p.choose(ctx, tx, req.params, win, res.ID, nil, p.ownershipOrder(lease.ProjectID))
 	if err != nil {
 		return "", err
 	}
@@ -37,6 +37,9 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 		return "", err
 	}
 	if err := insertAllocs(tx, res.ID, dec, win); err != nil {
+		return "", err
+	}
+	if err := recordPools(ctx, tx, lease.ID, res.ID, bp, dec.Order); err != nil {
 		return "", err
 	}
 	if p.cfg.External != nil {
@@ -166,11 +169,25 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 		if active {
 			keep = held
 		}
-		dec, err := p.choose(ctx, tx, ps, win, res.ID, keep)
+		dec, bp, err := p.choose(ctx, tx, ps, win, res.ID, keep, p.ownershipOrder(lease.ProjectID))
 		if err != nil {
 			return err
 		}
 		slots = dec.Slots
+		if bp != nil {
+			// A pending reservation placed again forgets its old sources;
+			// an active one keeps those of the hosts it still holds.
+			var kept []string
+			if active {
+				kept = sortedKeys(slots)
+			}
+			if err := dropPools(tx, res.ID, kept); err != nil {
+				return err
+			}
+			if err := recordPools(ctx, tx, lease.ID, res.ID, bp, dec.Order); err != nil {
+				return err
+			}
+		}
 	}
 	cols := map[string]any{
 		"vcpus": ps.size.VCPUs, "memory_mb": ps.size.MemoryMB, "disk_gb": ps.size.DiskGB, "amount": ps.amount,
@@ -321,6 +338,9 @@ func (p *Plugin) BeforeEnd(context.Context, *plugins.Tx, plugins.Lease, *models.
 // Delete implements plugins.Plugin.
 func (p *Plugin) Delete(ctx context.Context, tx *plugins.Tx, res *models.Reservation) error {
 	if err := deleteAllocs(tx, res.ID); err != nil {
+		return err
+	}
+	if err := dropPools(tx, res.ID, nil); err != nil {
 		return err
 	}
 	if err := p.deleteClass(ctx, tx, res.LeaseID, res.ID); err != nil {

@@ -42,7 +42,13 @@ func (p *Plugin) DescribeListed(ctx context.Context, d *sql.DB, project *string)
 		}
 		out[id] = m
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if err := describePoolsListed(ctx, d, project, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func nullString(s sql.NullString) *string {

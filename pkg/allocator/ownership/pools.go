@@ -41,6 +41,9 @@ type Pool struct {
 	// Limit is the lender's lending limit (lent pools; negative: none).
 	Limit int      `json:"limit"`
 	Hosts []string `json:"hosts"`
+	// Parts are the parts of partly owned hosts in the pool (slot
+	// requests only: a whole-host request never takes a part).
+	Parts []Part `json:"parts,omitempty"`
 	// Why says why the requester may use the pool.
 	Why string `json:"why"`
 }
@@ -49,6 +52,9 @@ type Pool struct {
 type Refusal struct {
 	Host   string `json:"host"`
 	Holder string `json:"holder"`
+	// Slots is the refused part of a partly owned host (0: the whole
+	// host).
+	Slots  int    `json:"slots,omitempty"`
 	Reason string `json:"reason"`
 }
 
@@ -62,6 +68,7 @@ type View struct {
 	split    map[string]string // host → consumer whose children own part of it
 	group    map[string]string // host → group (owned hosts)
 	hosts    []string          // up hosts, least loaded first
+	parts    map[string][]Part // split host → its parts
 
 	mu     sync.Mutex
 	orders map[string]*Order // HostOrder's cache
@@ -75,7 +82,7 @@ func NewView(p *Plan, hosts []Host, own Ownership) (*View, error) {
 		return nil, err
 	}
 	v := &View{ix: ix, own: own, projects: map[string]string{}, holder: map[string]string{},
-		split: map[string]string{}, group: map[string]string{}}
+		split: map[string]string{}, group: map[string]string{}, parts: map[string][]Part{}}
 	for _, c := range p.Consumers {
 		if c.Project != "" {
 			v.projects[c.Project] = c.ID
@@ -122,6 +129,7 @@ func NewView(p *Plan, hosts []Host, own Ownership) (*View, error) {
 						v.split[h.ID] = "(top level)"
 					}
 					delete(v.holder, h.ID)
+					v.parts[h.ID] = ix.partsOf(own, h.ID, full)
 				}
 				break
 			}
@@ -194,38 +202,31 @@ func (v *View) order(c string, explain bool) ([]Pool, []Refusal) {
 		}
 		return at[k.level]
 	}
-	for _, h := range v.hosts {
-		if s, ok := v.split[h]; ok {
-			if explain {
-				refused = append(refused, Refusal{Host: h, Holder: s, Reason: "partly owned by a child consumer: not available as a whole host"})
-			}
-			continue
-		}
-		d := v.holder[h]
-		g := v.group[h]
+	// classify puts capacity of holder d in group g (a whole host, or
+	// d's own part of a partly owned host) in its pool for c, or says why
+	// c may not use it.
+	classify := func(d, g string) (poolKey, func() Pool, string) {
 		if d == "" {
-			add(poolKey{KindPublic, "", "", ""}, func() Pool {
+			return poolKey{KindPublic, "", "", ""}, func() Pool {
 				return Pool{Kind: KindPublic, Limit: -1, Why: "owned by no consumer"}
-			}, h)
-			continue
+			}, ""
 		}
 		if d == c {
-			add(poolKey{KindOwned, d, d, g}, func() Pool {
+			return poolKey{KindOwned, d, d, g}, func() Pool {
 				return Pool{Kind: KindOwned, Owner: d, Level: d, Group: g, Preference: ix.preference(d, g), Limit: -1,
 					Why: fmt.Sprintf("owned by %q", d)}
-			}, h)
-			continue
+			}, ""
 		}
 		if _, ok := at[d]; ok {
-			// An ancestor's host that none of its children own.
-			add(poolKey{KindPrivate, d, d, g}, func() Pool {
+			// An ancestor's capacity that none of its children own.
+			return poolKey{KindPrivate, d, d, g}, func() Pool {
 				return Pool{Kind: KindPrivate, Owner: d, Level: d, Group: g, Preference: ix.preference(d, g), Limit: -1,
 					Why: fmt.Sprintf("private share pool of %q, an ancestor", d)}
-			}, h)
-			continue
+			}, ""
 		}
-		// Another consumer's host: lent up the tree while each consumer on
-		// the way lends, to the first level that is c or its ancestor.
+		// Another consumer's capacity: lent up the tree while each
+		// consumer on the way lends, to the first level that is c or its
+		// ancestor.
 		e := ix.entries[d][g]
 		lvl, blocker := "", ""
 		reached := false
@@ -247,28 +248,57 @@ func (v *View) order(c string, explain bool) ([]Pool, []Refusal) {
 		}
 		switch {
 		case !reached:
+			why := fmt.Sprintf("owned by %q, which does not lend it", d)
+			if blocker != d {
+				why = fmt.Sprintf("owned by %q and lent, but %q does not lend further up", d, blocker)
+			}
+			return poolKey{}, nil, why
+		case e == nil || borrowGrace > e.LendGrace:
+			return poolKey{}, nil, fmt.Sprintf("lent by %q with a grace period of %s, shorter than the borrowing grace period %s", d, e.LendGrace, borrowGrace)
+		}
+		return poolKey{KindLent, d, lvl, g}, func() Pool {
+			where := "the public pool"
+			if lvl != "" {
+				where = fmt.Sprintf("the private pool of %q", lvl)
+			}
+			return Pool{Kind: KindLent, Owner: d, Level: lvl, Group: g, Preference: ix.preference(d, g),
+				Grace: e.LendGrace, GraceSeconds: int64(e.LendGrace / time.Second), Limit: ix.cons[d].LendingLimit,
+				Why: fmt.Sprintf("idle ownership lent by %q to %s (grace %s ≥ borrowing grace %s)", d, where, e.LendGrace, borrowGrace)}
+		}, ""
+	}
+	for _, h := range v.hosts {
+		if s, ok := v.split[h]; ok {
 			if explain {
-				why := fmt.Sprintf("owned by %q, which does not lend it", d)
-				if blocker != d {
-					why = fmt.Sprintf("owned by %q and lent, but %q does not lend further up", d, blocker)
+				refused = append(refused, Refusal{Host: h, Holder: s, Reason: "partly owned by a child consumer: not available as a whole host"})
+			}
+			// Its parts serve slot requests: each part in its holder's
+			// pool, as a whole host would be.
+			for _, pt := range v.parts[h] {
+				k, mk, why := classify(pt.Owner, pt.Group)
+				if mk == nil {
+					if explain {
+						refused = append(refused, Refusal{Host: h, Holder: pt.Owner, Slots: pt.Slots, Reason: why})
+					}
+					continue
 				}
+				if buckets[k] == nil {
+					np := mk()
+					buckets[k] = &np
+					keys = append(keys, k)
+				}
+				buckets[k].Parts = append(buckets[k].Parts, pt)
+			}
+			continue
+		}
+		d := v.holder[h]
+		k, mk, why := classify(d, v.group[h])
+		if mk == nil {
+			if explain {
 				refused = append(refused, Refusal{Host: h, Holder: d, Reason: why})
 			}
-		case e == nil || borrowGrace > e.LendGrace:
-			if explain {
-				refused = append(refused, Refusal{Host: h, Holder: d, Reason: fmt.Sprintf("lent by %q with a grace period of %s, shorter than the borrowing grace period %s", d, e.LendGrace, borrowGrace)})
-			}
-		default:
-			add(poolKey{KindLent, d, lvl, g}, func() Pool {
-				where := "the public pool"
-				if lvl != "" {
-					where = fmt.Sprintf("the private pool of %q", lvl)
-				}
-				return Pool{Kind: KindLent, Owner: d, Level: lvl, Group: g, Preference: ix.preference(d, g),
-					Grace: e.LendGrace, GraceSeconds: int64(e.LendGrace / time.Second), Limit: ix.cons[d].LendingLimit,
-					Why: fmt.Sprintf("idle ownership lent by %q to %s (grace %s ≥ borrowing grace %s)", d, where, e.LendGrace, borrowGrace)}
-			}, h)
+			continue
 		}
+		add(k, mk, h)
 	}
 	kindRank := map[string]int{KindOwned: 0, KindPrivate: 1, KindLent: 2, KindPublic: 3}
 	sort.SliceStable(keys, func(a, b int) bool {
@@ -293,7 +323,11 @@ func (v *View) order(c string, explain bool) ([]Pool, []Refusal) {
 	})
 	out := make([]Pool, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, *buckets[k])
+		p := *buckets[k]
+		if p.Hosts == nil {
+			p.Hosts = []string{} // a pool of parts only
+		}
+		out = append(out, p)
 	}
 	return out, refused
 }
@@ -319,6 +353,8 @@ type Order struct {
 	poolOf map[string]int
 	known  map[string]bool
 	ix     *index
+	// parts are the partly owned hosts' parts in the pools (by host).
+	parts map[string][]PartUse
 }
 
 // HostOrder returns c's Order, computed once per consumer (a View never
@@ -342,6 +378,22 @@ func (v *View) hostOrder(c string) *Order {
 	for i, p := range o.Pools {
 		for _, h := range p.Hosts {
 			o.poolOf[h] = i
+		}
+		for _, pt := range p.Parts {
+			if o.parts == nil {
+				o.parts = map[string][]PartUse{}
+			}
+			o.parts[pt.Host] = append(o.parts[pt.Host], PartUse{Part: pt, Pool: i})
+		}
+	}
+	// A partly owned host none of whose parts the consumer may use is
+	// still split: it offers nothing.
+	for h := range v.split {
+		if _, ok := o.parts[h]; !ok {
+			if o.parts == nil {
+				o.parts = map[string][]PartUse{}
+			}
+			o.parts[h] = nil
 		}
 	}
 	for _, h := range v.hosts {
@@ -400,6 +452,10 @@ func (o *Order) SourceOf(h string) Source {
 		}
 		return Source{Limit: -1}
 	}
+	return o.sourceOfPool(i)
+}
+
+func (o *Order) sourceOfPool(i int) Source {
 	p := &o.Pools[i]
 	switch p.Kind {
 	case KindLent:

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,8 +125,10 @@ func (p *Plan) Pure() *own.Plan {
 }
 
 // Validate checks the values the pure model does not see (negative
-// seconds and limits, duplicate projects), then the plan's rules.
-func (p *Plan) Validate() error {
+// seconds and limits, duplicate projects), then the plan's rules over
+// hosts (a child's slots must fit its parent's hosts, each counting
+// SlotsOf slots).
+func (p *Plan) Validate(hosts []own.Host) error {
 	projects := map[string]string{}
 	for _, c := range p.Consumers {
 		if c.BorrowGraceSeconds < 0 {
@@ -145,9 +149,27 @@ func (p *Plan) Validate() error {
 			return errs.BadRequestf("consumer %q has a negative lend_grace_seconds in resource group %q", e.Consumer, e.Group)
 		}
 	}
-	// The service's hosts have one slot each (partial hosts are not
-	// offered), the default without hosts.
-	return own.Validate(p.Pure(), nil)
+	return own.Validate(p.Pure(), hosts)
+}
+
+// SlotsCapability is the host extra capability that splits a host into
+// slots for partial ownership: a host with ownership_slots = N counts N
+// slots in plan entries with partial (each one N-th of the host's
+// capacity in every resource); without it, or with a value that is not a
+// positive integer, a host counts one slot.
+const SlotsCapability = "ownership_slots"
+
+// SlotsOf is how many slots host h counts for partial ownership.
+func SlotsOf(h *hosts.Host) int {
+	v, ok := h.ExtraCapabilities[SlotsCapability]
+	if !ok {
+		return 1
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
 }
 
 // HostLister lists the registered hosts (hosts.Service).
@@ -235,7 +257,11 @@ func (s *Service) update(ctx context.Context, gen int64, edit func(*Plan) error,
 	if err := edit(&p); err != nil {
 		return nil, err
 	}
-	if err := p.Validate(); err != nil {
+	hs, err := s.Hosts(ctx, p.Pure())
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Validate(hs); err != nil {
 		return nil, err
 	}
 	st, err := s.recompute(ctx, cur, p, trigger, false)
@@ -383,7 +409,7 @@ func (s *Service) Hosts(ctx context.Context, p *own.Plan) ([]own.Host, error) {
 		for _, n := range byHost[h.ID] {
 			load += n
 		}
-		out = append(out, own.Host{ID: h.ID, Properties: h.ExtraCapabilities, Down: !h.Reservable, Load: load, Users: byHost[h.ID]})
+		out = append(out, own.Host{ID: h.ID, Slots: SlotsOf(&h), Properties: h.ExtraCapabilities, Down: !h.Reservable, Load: load, Users: byHost[h.ID]})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return out, nil
@@ -470,7 +496,7 @@ func (s *Service) Refresh(ctx context.Context) error {
 	}
 	hs := make([]own.Host, 0, len(list))
 	for _, h := range list {
-		hs = append(hs, own.Host{ID: h.ID, Properties: h.ExtraCapabilities, Down: !h.Reservable})
+		hs = append(hs, own.Host{ID: h.ID, Slots: SlotsOf(&h), Properties: h.ExtraCapabilities, Down: !h.Reservable})
 	}
 	if trigger, err := s.due(st, pure, hs); err != nil {
 		return err
