@@ -182,7 +182,7 @@ func (p *Plugin) reclaimedBusy(ctx context.Context, project string, o *ownership
 		return nil, nil, nil
 	}
 	c := req.Cleaning
-	bookings, err := reclaimBookings(ctx, p.db, slices.Sorted(maps.Keys(grace)), req.After.Add(-c), searchEnd(req), project)
+	bookings, err := reclaimBookings(ctx, p.db, slices.Sorted(maps.Keys(grace)), req.After.Add(-c), searchEnd(req), project, o)
 	if err != nil {
 		return nil, nil, err
 	}

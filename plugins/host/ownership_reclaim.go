@@ -59,7 +59,7 @@ func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease
 		return false, "", nil
 	}
 	lo, hi := lease.Start.Add(-p.cfg.Cleaning), lease.End.Add(p.cfg.Cleaning)
-	bookings, err := reclaimBookings(ctx, p.db, slices.Sorted(maps.Keys(grace)), lo, hi, lease.ProjectID)
+	bookings, err := reclaimBookings(ctx, p.db, slices.Sorted(maps.Keys(grace)), lo, hi, lease.ProjectID, c.order)
 	if err != nil {
 		return false, "", err
 	}
@@ -67,7 +67,7 @@ func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease
 	if !later.IsZero() {
 		// A whole minute, as lease dates are: the first start a lease
 		// with "start_date": "earliest" can get (Earliest).
-		note = fmt.Sprintf("hosts the project owns are lent and can be reclaimed, after their lending grace period, for a lease starting at %s or later; "+
+		note = fmt.Sprintf("hosts the project owns are held by other projects (lent, or booked before they became its own) and can be reclaimed, after their lending grace period, for a lease starting at %s or later; "+
 			`"start_date": "earliest" creates the lease at the first such start`, ceilMinute(later).UTC().Format(time.RFC3339))
 	}
 	cands, moveTo, err := p.roomForMoves(ctx, cands)
@@ -175,10 +175,12 @@ func (p *Plugin) chooseReclaiming(c *choice, cutAt map[string]ownership.Candidat
 }
 
 // reclaimBookings reads the bookings of hostIDs overlapping [lo, hi)
-// with what a reclaim needs to know of each: borrowed (recorded as lent,
-// by a lease of another project than the owner's), and fixed (a lease
-// neither pending nor active, or holding other resources than hosts).
-func reclaimBookings(ctx context.Context, g *gorm.DB, hostIDs []string, lo, hi time.Time, project string) ([]ownership.Booking, error) {
+// with what a reclaim needs to know of each: borrowed (by a lease of
+// another project than the owner's, recorded as lent or held outside the
+// host's ownership in o: booked before a recomputation handed the busy
+// host over), and fixed (a lease neither pending nor active, or holding
+// other resources than hosts).
+func reclaimBookings(ctx context.Context, g *gorm.DB, hostIDs []string, lo, hi time.Time, project string, o *ownership.Order) ([]ownership.Booking, error) {
 	var rows []struct {
 		ComputeHostID, ReservationID, LeaseID, ProjectID, Status string
 		StartDate, EndDate                                       time.Time
@@ -197,7 +199,7 @@ func reclaimBookings(ctx context.Context, g *gorm.DB, hostIDs []string, lo, hi t
 	for i, r := range rows {
 		out[i] = ownership.Booking{Host: r.ComputeHostID, Lease: r.LeaseID, Reservation: r.ReservationID, Project: r.ProjectID,
 			Start: r.StartDate.UTC(), End: r.EndDate.UTC(),
-			Borrowed: r.LentBy != nil && *r.LentBy != "" && r.ProjectID != project,
+			Borrowed: r.ProjectID != project && (r.LentBy != nil && *r.LentBy != "" || o.HeldOutside(r.ComputeHostID, r.ProjectID)),
 			Fixed:    (r.Status != leasePending && r.Status != leaseActive) || r.Others > 0}
 	}
 	return out, nil
@@ -285,6 +287,12 @@ func (p *Plugin) applyCuts(ctx context.Context, tx *plugins.Tx, ownerLease strin
 		for _, ct := range cuts {
 			if ct.Lease != id || ct.To != "" {
 				continue
+			}
+			// A booking made before the host became the owner's (a lease
+			// from before the plan) has no pool record yet: record where
+			// its project's pools place the host, so the note has a home.
+			if err := recordPools(ctx, tx, ct.Lease, ct.Reservation, p.ownershipOrder(ct.Project), []string{ct.Host}, false); err != nil {
+				return nil, err
 			}
 			note, _ := json.Marshal(Reclaim{Action: "shortened", At: stamp(at), ByLease: ownerLease, OriginalEnd: stamp(l.EndDate),
 				GraceSeconds: int64(ct.Grace / time.Second)})
@@ -479,12 +487,10 @@ func (p *Plugin) moveLoan(ctx context.Context, tx *plugins.Tx, ownerLease string
 		Update("compute_host_id", ct.To).Error; err != nil {
 		return err
 	}
-	r := g.Where("reservation_id = ? AND compute_host_id = ?", ct.Reservation, ct.Host).Delete(&models.OwnershipPool{})
-	if r.Error != nil {
-		return r.Error
-	}
-	if r.RowsAffected == 0 {
-		return nil
+	// The moved booking's record follows it (a booking with none, made
+	// before the host became the owner's, gets one: the move is shown).
+	if err := g.Where("reservation_id = ? AND compute_host_id = ?", ct.Reservation, ct.Host).Delete(&models.OwnershipPool{}).Error; err != nil {
+		return err
 	}
 	if err := recordPools(ctx, tx, ct.Lease, ct.Reservation, p.ownershipOrder(ct.Project), []string{ct.To}, false); err != nil {
 		return err

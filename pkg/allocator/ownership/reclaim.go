@@ -129,9 +129,13 @@ func Reclaimable(now, start, end time.Time, cleaning time.Duration, grace map[st
 	return cands, later
 }
 
-// Lendable returns the hosts of o's consumer's own pools that it lends,
-// with the lending grace period of each host's group: what a reclaim may
-// take back for it. With eager, only the groups whose plan entry asks to
+// Lendable returns the hosts of o's consumer's own pools, with the
+// lending grace period of each host's group: what a reclaim may take
+// back for it. Other projects hold such a host either because it was
+// lent, or because they booked it before it became the consumer's (a
+// busy host handed over by a recomputation, the seed's step 4, whose
+// workload is rebalanced under the lending grace period whether or not
+// the entry lends). With eager, only the groups whose plan entry asks to
 // reclaim even while less preferred capacity is idle (Entry.Reclaim).
 func (o *Order) Lendable(eager bool) map[string]time.Duration {
 	out := map[string]time.Duration{}
@@ -140,7 +144,7 @@ func (o *Order) Lendable(eager bool) map[string]time.Duration {
 			continue
 		}
 		e := o.ix.entries[p.Owner][p.Group]
-		if e == nil || !e.Lend || (eager && !e.Reclaim) {
+		if e == nil || (eager && !e.Reclaim) {
 			continue
 		}
 		for _, h := range p.Hosts {
@@ -148,6 +152,28 @@ func (o *Order) Lendable(eager bool) map[string]time.Duration {
 		}
 	}
 	return out
+}
+
+// HeldOutside reports whether a booking of host by project is held
+// outside the ownership it sits in: the host is in one of o's consumer's
+// own pools and project's consumer is neither that pool's owner nor one
+// of its descendants (a project outside the tree always is). Such a
+// booking is the owner's to reclaim, like a loan.
+func (o *Order) HeldOutside(host, project string) bool {
+	if o == nil || o.ix == nil {
+		return false
+	}
+	i, ok := o.poolOf[host]
+	if !ok || o.Pools[i].Kind != KindOwned {
+		return false
+	}
+	owner := o.Pools[i].Owner
+	for c := o.ix.byProject[project]; c != ""; c = o.ix.cons[c].Parent {
+		if c == owner {
+			return false
+		}
+	}
+	return true
 }
 
 // OwnedStages is how many of o's pools, from the first, are the

@@ -562,3 +562,93 @@ func TestReclaimMovesNotOntoItsOwnHosts(t *testing.T) {
 		})
 	}
 }
+
+// A busy host a plan hands to a new owner keeps its workload for the
+// owner's lending grace period, then the owner takes it back like a
+// loan (the seed's step 4: the lending grace period is enforced on the
+// existing allocations), although the owner does not lend.
+func TestReclaimHandedOverHost(t *testing.T) {
+	plan := ownership.Plan{
+		Consumers: []ownership.Consumer{{ID: "a", Rank: 1, ProjectID: "PA"}},
+		Groups:    []ownership.Group{{Name: "rack1", Properties: map[string]string{"rack": "r1"}}},
+		Entries:   []ownership.Entry{{Consumer: "a", Group: "rack1", Amount: 1, LendGraceSeconds: 3600}},
+	}
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			e := newEnv(t, dbtest.OpenDialect(t, dialect), 1, ownership.Plan{})
+			// Booked before there was a plan: no pool record.
+			held, err := e.create("PB", "2030-01-01 00:05", "2030-01-03 00:00", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if es := pools(t, e.get(t, held.ID)); es != nil {
+				t.Fatalf("pool entries without a plan: %+v", es)
+			}
+			if _, err := e.own.Update(context.Background(), 0, func(p *ownership.Plan) error { *p = plan; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			_, err = e.create("PA", "2030-01-01 00:30", "2030-01-02 00:00", 1)
+			if !errs.Is(err, errs.NotEnoughResources) || !strings.Contains(err.Error(), "held by other projects (lent, or booked before they became its own) and can be reclaimed, after their lending grace period, for a lease starting at 2030-01-01T01:00:00Z or later") {
+				t.Fatalf("reclaim within the grace period: %v", err)
+			}
+			owner, err := e.create("PA", "2030-01-01 02:00", "2030-01-02 00:00", 1)
+			if err != nil {
+				t.Fatalf("reclaim of the handed-over host: %v", err)
+			}
+			b := e.get(t, held.ID)
+			if b.EndDate != "2030-01-01T02:00:00.000000" {
+				t.Fatalf("the earlier lease ends %s, want 2030-01-01T02:00:00.000000", b.EndDate)
+			}
+			es := pools(t, b)
+			want := &hostplugin.Reclaim{Action: "shortened", At: "2030-01-01T02:00:00.000000", ByLease: owner.ID,
+				OriginalEnd: "2030-01-03T00:00:00.000000", GraceSeconds: 3600}
+			if len(es) != 1 || es[0].Pool != "public" {
+				t.Fatalf("the earlier lease's entries %+v, want one public with the reclaim note", es)
+			}
+			if diff := cmp.Diff(want, es[0].Reclaim); diff != "" {
+				t.Fatalf("reclaim note (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A host booked for later is workload: when a plan change trims an
+// owner, the recomputation takes its idle host and leaves the one its
+// lease next week holds, whichever host the tie-break would pick.
+func TestTrimKeepsHostsBookedLater(t *testing.T) {
+	cons := []ownership.Consumer{{ID: "a", Rank: 1, ProjectID: "PA"}, {ID: "b", Rank: 2, ProjectID: "PB"}}
+	groups := []ownership.Group{{Name: "rack1", Properties: map[string]string{"rack": "r1"}}}
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			for _, booked := range []int{0, 1} { // b's lease takes its first or second host
+				e := newEnv(t, dbtest.OpenDialect(t, dialect), 2, ownership.Plan{Consumers: cons, Groups: groups,
+					Entries: []ownership.Entry{{Consumer: "b", Group: "rack1", Amount: 2}}})
+				var ids []string
+				for range booked + 1 {
+					l, err := e.create("PB", "2030-01-08 00:00", "2030-01-09 00:00", 1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ids = append(ids, l.ID)
+				}
+				// Keep only the lease on the host wanted booked.
+				for _, id := range ids[:booked] {
+					if err := e.leases.Delete(context.Background(), leases.Caller{Admin: true}, id); err != nil {
+						t.Fatal(err)
+					}
+				}
+				host := pools(t, e.get(t, ids[booked]))[0].HostID
+				st, err := e.own.Update(context.Background(), 1, func(p *ownership.Plan) error {
+					p.Entries = []ownership.Entry{{Consumer: "a", Group: "rack1", Amount: 1}, {Consumer: "b", Group: "rack1", Amount: 1}}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := st.Ownership["b"][host]; !ok || len(st.Ownership["b"]) != 1 {
+					t.Fatalf("b owns %v after the trim, want only %s (booked next week)", st.Ownership["b"], host)
+				}
+			}
+		})
+	}
+}
