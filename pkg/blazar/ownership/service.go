@@ -366,8 +366,9 @@ func logReport(ctx context.Context, st *State) {
 
 // Hosts returns the registered hosts as ownership sees them: a host that
 // is not reservable is down, extra capabilities are its properties, and
-// the leases running now are its workload (by the consumer of each
-// lease's project).
+// its bookings running now or later are its workload (by the consumer of
+// each lease's project): a host booked for next week is not idle, and a
+// recomputation keeps it with its owner rather than handing it over.
 func (s *Service) Hosts(ctx context.Context, p *own.Plan) ([]own.Host, error) {
 	list, err := s.hosts.List(ctx)
 	if err != nil {
@@ -388,7 +389,7 @@ func (s *Service) Hosts(ctx context.Context, p *own.Plan) ([]own.Host, error) {
 	now := s.now().UTC()
 	err = s.db.WithContext(ctx).Raw(`SELECT a.compute_host_id AS host_id, l.project_id AS project_id, COUNT(*) AS n
  FROM computehost_allocations a JOIN reservations r ON r.id = a.reservation_id JOIN leases l ON l.id = r.lease_id
- WHERE a.start_date <= ? AND a.end_date > ? GROUP BY a.compute_host_id, l.project_id`, now, now).Scan(&uses).Error
+ WHERE a.end_date > ? GROUP BY a.compute_host_id, l.project_id`, now).Scan(&uses).Error
 	if err != nil {
 		return nil, fmt.Errorf("read host workload: %w", err)
 	}
