@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -14,40 +15,14 @@ import (
 // hosts with ownership off (no plan) and on (10 domains of 10 projects,
 // each project owning 5 hosts), each lease in its own window so the
 // project's owned hosts are free. It reports the p50 latency; the
-// difference between the two is the extra cost of ownership. In "limits"
+// difference between the two is the extra cost of ownership. In "lends"
 // every project also lends its hosts under a lending limit, so each
 // create reads the loans of its lenders over the window.
 func BenchmarkLeaseCreate(b *testing.B) {
-	for _, name := range []string{"off", "on", "limits"} {
-		on, limits := name != "off", name == "limits"
+	for _, name := range []string{"off", "on", "lends"} {
+		on := name != "off"
 		b.Run(name, func(b *testing.B) {
-			ts, s := startServer(b)
-			ctx := context.Background()
-			for i := range 1000 {
-				if _, err := s.Hosts.Create(ctx, map[string]any{"name": fmt.Sprintf("c%04d", i), "rack": "r1"}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if on {
-				var cons, entries []string
-				for d := range 10 {
-					cons = append(cons, fmt.Sprintf(`{"id": "d%d", "rank": %d}`, d, d))
-					entries = append(entries, fmt.Sprintf(`{"consumer": "d%d", "group": "all", "amount": 90}`, d))
-					for p := range 10 {
-						lend, limit := "", ""
-						if limits {
-							lend, limit = `, "lend": true, "lend_grace_seconds": 3600`, `, "lending_limit": 2`
-						}
-						cons = append(cons, fmt.Sprintf(`{"id": "d%d-p%d", "parent_id": "d%d", "rank": %d, "project_id": "P%d%d"%s}`, d, p, d, p, d, p, limit))
-						entries = append(entries, fmt.Sprintf(`{"consumer": "d%d-p%d", "group": "all", "amount": 5%s}`, d, p, lend))
-					}
-				}
-				plan := fmt.Sprintf(`{"generation": 0, "consumers": [%s], "groups": [{"name": "all", "properties": {"rack": "r1"}}], "entries": [%s]}`,
-					strings.Join(cons, ","), strings.Join(entries, ","))
-				if status, body := do(b, ts, "admin", "PUT", "/v1/ownership/plan", plan); status != 200 {
-					b.Fatalf("plan: %d %v", status, body)
-				}
-			}
+			ts := benchCloud(b, name)
 			var first string
 			base := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
 			var lat []time.Duration
@@ -94,35 +69,8 @@ func BenchmarkLeaseCreate(b *testing.B) {
 // latency.
 func BenchmarkEarliest(b *testing.B) {
 	for _, name := range []string{"off", "on", "lends"} {
-		on, lends := name != "off", name == "lends"
 		b.Run(name, func(b *testing.B) {
-			ts, s := startServer(b)
-			ctx := context.Background()
-			for i := range 1000 {
-				if _, err := s.Hosts.Create(ctx, map[string]any{"name": fmt.Sprintf("c%04d", i), "rack": "r1"}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if on {
-				var cons, entries []string
-				for d := range 10 {
-					cons = append(cons, fmt.Sprintf(`{"id": "d%d", "rank": %d}`, d, d))
-					entries = append(entries, fmt.Sprintf(`{"consumer": "d%d", "group": "all", "amount": 90}`, d))
-					for p := range 10 {
-						lend, limit := "", ""
-						if lends {
-							lend, limit = `, "lend": true, "lend_grace_seconds": 3600`, `, "lending_limit": 2`
-						}
-						cons = append(cons, fmt.Sprintf(`{"id": "d%d-p%d", "parent_id": "d%d", "rank": %d, "project_id": "P%d%d"%s}`, d, p, d, p, d, p, limit))
-						entries = append(entries, fmt.Sprintf(`{"consumer": "d%d-p%d", "group": "all", "amount": 5%s}`, d, p, lend))
-					}
-				}
-				plan := fmt.Sprintf(`{"generation": 0, "consumers": [%s], "groups": [{"name": "all", "properties": {"rack": "r1"}}], "entries": [%s]}`,
-					strings.Join(cons, ","), strings.Join(entries, ","))
-				if status, body := do(b, ts, "admin", "PUT", "/v1/ownership/plan", plan); status != 200 {
-					b.Fatalf("plan: %d %v", status, body)
-				}
-			}
+			ts := benchCloud(b, name)
 			base := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
 			body := fmt.Sprintf(`{"name": "week", "start_date": "%s", "end_date": "%s", "events": [],
  "reservations": [{"resource_type": "physical:host", "min": 5, "max": 5, "hypervisor_properties": "", "resource_properties": ""}]}`,
@@ -156,36 +104,9 @@ func BenchmarkEarliest(b *testing.B) {
 // its hosts are partly owned and their parts' bookings are read).
 func BenchmarkInstanceLeaseCreate(b *testing.B) {
 	for _, name := range []string{"off", "on", "slots"} {
-		on, partial := name != "off", name == "slots"
+		on := name != "off"
 		b.Run(name, func(b *testing.B) {
-			ts, s := startServer(b)
-			ctx := context.Background()
-			for i := range 1000 {
-				if _, err := s.Hosts.Create(ctx, map[string]any{"name": fmt.Sprintf("c%04d", i), "rack": "r1",
-					"vcpus": "8", "memory_mb": "16384", "local_gb": "800", "ownership_slots": "4"}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if on {
-				amount, part := 5, ""
-				if partial {
-					amount, part = 20, `, "partial": true`
-				}
-				var cons, entries []string
-				for d := range 10 {
-					cons = append(cons, fmt.Sprintf(`{"id": "d%d", "rank": %d}`, d, d))
-					entries = append(entries, fmt.Sprintf(`{"consumer": "d%d", "group": "all", "amount": 90}`, d))
-					for p := range 10 {
-						cons = append(cons, fmt.Sprintf(`{"id": "d%d-p%d", "parent_id": "d%d", "rank": %d, "project_id": "P%d%d"}`, d, p, d, p, d, p))
-						entries = append(entries, fmt.Sprintf(`{"consumer": "d%d-p%d", "group": "all", "amount": %d%s}`, d, p, amount, part))
-					}
-				}
-				plan := fmt.Sprintf(`{"generation": 0, "consumers": [%s], "groups": [{"name": "all", "properties": {"rack": "r1"}}], "entries": [%s]}`,
-					strings.Join(cons, ","), strings.Join(entries, ","))
-				if status, body := do(b, ts, "admin", "PUT", "/v1/ownership/plan", plan); status != 200 {
-					b.Fatalf("plan: %d %v", status, body)
-				}
-			}
+			ts := benchCloud(b, name)
 			base := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
 			var lat []time.Duration
 			var first string
@@ -220,4 +141,46 @@ func BenchmarkInstanceLeaseCreate(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 		})
 	}
+}
+
+// benchCloud starts a server with 1,000 hosts of 8 VCPU/16 GiB/800 GB
+// counting 4 ownership slots each on rack r1 and, unless mode is "off",
+// the benchmarks' plan: 10 domains owning 90 hosts each, of 10 projects
+// each (P00 … P99) owning 5 hosts ("on"), also lending them with an
+// hour's grace under a lending limit of 2 ("lends"), or owning 20 slots
+// with partial, so their hosts are partly owned ("slots").
+func benchCloud(b *testing.B, mode string) *httptest.Server {
+	b.Helper()
+	ts, s := startServer(b)
+	ctx := context.Background()
+	for i := range 1000 {
+		if _, err := s.Hosts.Create(ctx, map[string]any{"name": fmt.Sprintf("c%04d", i), "rack": "r1",
+			"vcpus": "8", "memory_mb": "16384", "local_gb": "800", "ownership_slots": "4"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	entry, limit := `"amount": 5`, ""
+	switch mode {
+	case "off":
+		return ts
+	case "lends":
+		entry, limit = `"amount": 5, "lend": true, "lend_grace_seconds": 3600`, `, "lending_limit": 2`
+	case "slots":
+		entry = `"amount": 20, "partial": true`
+	}
+	var cons, entries []string
+	for d := range 10 {
+		cons = append(cons, fmt.Sprintf(`{"id": "d%d", "rank": %d}`, d, d))
+		entries = append(entries, fmt.Sprintf(`{"consumer": "d%d", "group": "all", "amount": 90}`, d))
+		for p := range 10 {
+			cons = append(cons, fmt.Sprintf(`{"id": "d%d-p%d", "parent_id": "d%d", "rank": %d, "project_id": "P%d%d"%s}`, d, p, d, p, d, p, limit))
+			entries = append(entries, fmt.Sprintf(`{"consumer": "d%d-p%d", "group": "all", %s}`, d, p, entry))
+		}
+	}
+	plan := fmt.Sprintf(`{"generation": 0, "consumers": [%s], "groups": [{"name": "all", "properties": {"rack": "r1"}}], "entries": [%s]}`,
+		strings.Join(cons, ","), strings.Join(entries, ","))
+	if status, body := do(b, ts, "admin", "PUT", "/v1/ownership/plan", plan); status != 200 {
+		b.Fatalf("plan: %d %v", status, body)
+	}
+	return ts
 }
