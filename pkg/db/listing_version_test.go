@@ -115,7 +115,7 @@ func TestListingVersionTriggers(t *testing.T) {
 }
 
 // TestCompactionKeepsVersions: compaction racing with writes to leases
-// (and with another compaction) never makes a lease's version go down
+// (and with another compaction) never makes a lease's bucket's version go down
 // or stay equal across a committed change, never lowers the table's
 // total, and leaves one row per bucket once the writes stop.
 func TestCompactionKeepsVersions(t *testing.T) {
