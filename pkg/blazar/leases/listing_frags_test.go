@@ -397,3 +397,86 @@ func TestListingCompactsTheLog(t *testing.T) {
 		})
 	}
 }
+
+// TestListingBuckets: the listings stay a fresh render through the cases
+// a bucket of lease ids (pkg/db LeaseBucket) has to get right, each
+// between two listings: leases added to a bucket others are in, to a
+// bucket differing from another only in case, a lease deleted and
+// another created in its bucket, a deleted id created again.
+func TestListingBuckets(t *testing.T) {
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			ctx := context.Background()
+			da, dbB := openTwice(t, dialect)
+			clock := leasestest.NewClock(t0)
+			a, _ := leasestest.New(da, leasestest.NewHosts(4, nil), clock, leasestest.Options{MinutesBeforeEndLease: 60})
+			ha := hosts.New(da, standalone.New(nil))
+			ha.SetClock(clock.Now)
+			for i := range 4 {
+				if _, err := ha.Create(ctx, map[string]any{"name": fmt.Sprint("compute-", i+1)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			admin := leases.Caller{UserID: "a", ProjectID: "admin", Admin: true}
+			var src []string
+			for i := range 2 {
+				start := t0.Add(time.Duration(i+1) * 24 * time.Hour).Format("2006-01-02 15:04")
+				end := t0.Add(time.Duration(i+1)*24*time.Hour + time.Hour).Format("2006-01-02 15:04")
+				src = append(src, create(t, a, owner, fmt.Sprint("l", i), start, end, leasestest.HostReservation(1, 1, "", "")).ID)
+			}
+			check := func(step string) {
+				t.Helper()
+				for _, c := range []leases.Caller{admin, owner} {
+					got, err := a.ListJSON(ctx, c)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if diff := cmp.Diff(fresh(t, a, c), string(got)); diff != "" {
+						t.Errorf("%s, %s: listing differs from a fresh render (-want +got):\n%s", step, c.ProjectID, diff)
+					}
+				}
+				got, err := ha.AllocationsJSON(ctx, hosts.AllocationFilter{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(freshAllocations(t, ha), string(got)); diff != "" {
+					t.Errorf("%s: allocation listing differs from a fresh render (-want +got):\n%s", step, diff)
+				}
+			}
+			clone := func(from, to string) {
+				t.Helper()
+				if err := cloneLease(dbB, from, to); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check("first listing")
+			for _, step := range []struct {
+				name  string
+				write func()
+			}{
+				{"leases sharing a bucket", func() { clone(src[0], "ab1"); clone(src[1], "ab2") }},
+				{"a bucket differing only in case", func() { clone(src[0], "AB1"); clone(src[1], "aB1") }},
+				{"a lease deleted, another created in its bucket", func() {
+					if err := a.Delete(ctx, admin, "ab1"); err != nil {
+						t.Fatal(err)
+					}
+					clone(src[1], "ab3")
+				}},
+				{"a deleted id created again", func() {
+					if err := a.Delete(ctx, admin, "AB1"); err != nil {
+						t.Fatal(err)
+					}
+					check("a lease deleted")
+					if _, err := dbB.CompactLeaseChanges(ctx); err != nil {
+						t.Fatal(err)
+					}
+					clone(src[1], "AB1")
+				}},
+				{"a one-character id, a prefix of a bucket", func() { clone(src[0], "a") }},
+			} {
+				step.write()
+				check(step.name)
+			}
+		})
+	}
+}
