@@ -90,7 +90,7 @@ func listingServer(tb testing.TB, dialect db.Dialect, nLeases, nHosts int) (http
 	seedListing(tb, d, nLeases, nHosts)
 	// The seed's rows went in one by one through the triggers: fold the
 	// change log as a running service's listings do, so the runs measure
-	// the steady state (one row per lease plus the recent writes).
+	// the steady state (one row per bucket plus the recent writes).
 	if _, err := d.CompactLeaseChanges(context.Background()); err != nil {
 		tb.Fatal(err)
 	}

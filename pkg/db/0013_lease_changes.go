@@ -14,16 +14,19 @@ import (
 // row, its reservations and events, its plugin rows (host, instance and
 // floating IP reservations, the floating IPs they require, the ownership
 // pools of its hosts) and the host allocations of its reservations. Each
-// trigger only INSERTs one row (lease_id, n) per lease the written row
-// belongs to. A lease's version is SUM(n) of its rows: it grows with
-// every committed change whatever the order the rows' ids were handed
-// out in, so the listings keep each lease's rendered object for as long
-// as its version is unchanged, and no write path (nor another process,
-// nor raw SQL) has to remember to invalidate anything.
+// trigger only INSERTs one row (bucket, n) per lease the written row
+// belongs to, the bucket being the first two characters of the lease's
+// id (LeaseBucket). A bucket's version is SUM(n) of its rows: it grows
+// with every committed change to any of its leases whatever the order
+// the rows' ids were handed out in, so the listings keep each bucket's
+// leases rendered for as long as its version is unchanged, read the
+// versions of a few hundred buckets rather than of every lease, and no
+// write path (nor another process, nor raw SQL) has to remember to
+// invalidate anything.
 //
 // Locks (MariaDB, Galera). A trigger runs in the writer's transaction
 // and takes only what inserting a new row takes: an insert-intention
-// lock on its own new primary key and on the (lease_id, n) entry of a
+// lock on its own new primary key and on the (bucket, n) entry of a
 // non-unique index. Nothing else ever updates a row of lease_changes,
 // and no one reads it with a locking read (the listings' reads are
 // plain consistent reads, the compaction deletes by primary key rows
@@ -38,10 +41,13 @@ import (
 // and two transactions never write the same log row: no certification
 // conflict either.
 //
-// The lease's own INSERT adds a random n rather than 1, so a lease
-// deleted and created again under the same id (once its old rows are
-// compacted away) does not come back at a version a listing has kept an
-// object under.
+// Every n is positive and only compaction deletes rows, keeping each
+// bucket's sum, so a bucket's version never comes back to a value it
+// had: a lease deleted and created again under the same id moves its
+// bucket forward like any write. The lease's own INSERT still adds a
+// random n rather than 1, so a database restored from a backup (its
+// sums back to older values) and written again is unlikely to reach a
+// version a running listing has kept another content under.
 
 // LeaseChangesTable is the log 0013 adds.
 const LeaseChangesTable = "lease_changes"
@@ -71,8 +77,11 @@ var listingOwners = []struct {
 func listingTriggers(name string) (ddl, names []string) {
 	mysql := name == "mysql"
 	random := "abs(random() % 1073741824) + 1"
+	// Characters, not bytes, on both (LeaseBucket).
+	bucket := "substr(x.o, 1, 2)"
 	if mysql {
 		random = "FLOOR(RAND() * 1073741824) + 1"
+		bucket = "LEFT(x.o, 2)"
 	}
 	for _, t := range listingOwners {
 		for _, op := range []struct {
@@ -99,7 +108,7 @@ func listingTriggers(name string) (ddl, names []string) {
 			trigger := "lh_changes_" + t.table + "_" + op.name
 			names = append(names, trigger)
 			ddl = append(ddl, "CREATE TRIGGER "+trigger+" AFTER "+op.event+" ON "+t.table+" FOR EACH ROW BEGIN"+
-				" INSERT INTO "+LeaseChangesTable+" (lease_id, n) SELECT x.o, "+n+" FROM ("+strings.Join(owners, " UNION ")+") x"+
+				" INSERT INTO "+LeaseChangesTable+" (bucket, n) SELECT "+bucket+", "+n+" FROM ("+strings.Join(owners, " UNION ")+") x"+
 				" WHERE x.o IS NOT NULL; END")
 		}
 	}
@@ -113,18 +122,19 @@ func init() {
 			// MySQL DDL is not transactional: a migration cut short is
 			// run again from the start.
 			if !tx.Migrator().HasTable(LeaseChangesTable) {
-				ddl := "CREATE TABLE " + LeaseChangesTable + " (id INTEGER PRIMARY KEY, lease_id VARCHAR(36) NOT NULL, n BIGINT NOT NULL DEFAULT 1)"
+				ddl := "CREATE TABLE " + LeaseChangesTable + " (id INTEGER PRIMARY KEY, bucket VARCHAR(2) NOT NULL, n BIGINT NOT NULL DEFAULT 1)"
 				if tx.Dialector.Name() == "mysql" {
-					ddl = "CREATE TABLE " + LeaseChangesTable + " (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, lease_id VARCHAR(36) NOT NULL," +
+					ddl = "CREATE TABLE " + LeaseChangesTable + " (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, bucket VARCHAR(2) NOT NULL," +
 						" n BIGINT NOT NULL DEFAULT 1) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 				}
 				if err := tx.Exec(ddl).Error; err != nil {
 					return err
 				}
 			}
-			// A lease's version is the sum over its entries of this index.
+			// A bucket's version is the sum over its entries of this
+			// index: the listings' GROUP BY reads the index alone.
 			if !tx.Migrator().HasIndex(LeaseChangesTable, "idx_lease_changes") {
-				if err := tx.Exec("CREATE INDEX idx_lease_changes ON " + LeaseChangesTable + " (lease_id, n)").Error; err != nil {
+				if err := tx.Exec("CREATE INDEX idx_lease_changes ON " + LeaseChangesTable + " (bucket, n)").Error; err != nil {
 					return err
 				}
 			}

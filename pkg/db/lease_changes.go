@@ -5,32 +5,33 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
 
 // Compaction of lease_changes (0013). The triggers add a row per write,
 // so the log grows with every change; CompactLeaseChanges folds each
-// lease's rows into one row holding their sum, which keeps every
-// lease's version (SUM(n)) exactly what it was, and folds the rows of
-// leases that are gone into one row under the lease id "" so the sum of
-// the whole table, which the listings read as the cheap "nothing
-// changed" check, never goes down either.
+// bucket's rows into one row holding their sum, which keeps every
+// bucket's version (SUM(n)) exactly what it was, and so the sum of the
+// whole table, which the listings read as the cheap "nothing changed"
+// check. A compacted log holds one row per bucket ever written (a few
+// hundred with UUID lease ids), whatever the number of leases.
 //
-// The rows are read without locks; then, a batch of leases at a time in
-// one transaction, exactly the row ids read are deleted and one row per
-// lease with their sum inserted (a few multi-row statements). Only a compaction deletes log rows, so
-// a delete that finds fewer rows than it read lost a race with another
-// compaction (another process, another node): the batch is undone and
-// left to the next run. A row a writer adds meanwhile is not among the
-// ids read and stays. A lock conflict (deadlock, Galera certification)
-// is retried by Write like any write.
+// The rows are read without locks; then, in one transaction per batch
+// of buckets, exactly the row ids read are deleted and one row per
+// bucket with their sum inserted (a few multi-row statements). Only a
+// compaction deletes log rows, so a delete that finds fewer rows than it
+// read lost a race with another compaction (another process, another
+// node): the batch is undone and left to the next run. A row a writer
+// adds meanwhile is not among the ids read and stays. A lock conflict
+// (deadlock, Galera certification) is retried by Write like any write.
 
 // errCompactRace undoes a compaction batch whose rows another
 // compaction deleted first.
 var errCompactRace = errors.New("db: lease_changes rows compacted by another run")
 
-// compactBatch is how many leases one compaction transaction folds: a
+// compactBatch is how many buckets one compaction transaction folds: a
 // few statements each, so the transaction stays short.
 const compactBatch = 1000
 
@@ -42,27 +43,22 @@ func (d *DB) CompactLeaseChanges(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	type group struct {
-		lease string
-		ids   []int64
-		sum   int64
+		bucket string
+		ids    []int64
+		sum    int64
 	}
-	byLease := map[string]*group{}
-	// One statement: every row with whether its lease is still there.
-	err = EachRow(ctx, sqlDB, "SELECT c.id, c.lease_id, c.n, l.id IS NULL FROM "+LeaseChangesTable+" c LEFT JOIN leases l ON l.id = c.lease_id", nil,
+	byBucket := map[string]*group{}
+	err = EachRow(ctx, sqlDB, "SELECT id, bucket, n FROM "+LeaseChangesTable, nil,
 		func(rows *sql.Rows) error {
 			var id, n int64
-			var lease string
-			var gone bool
-			if err := rows.Scan(&id, &lease, &n, &gone); err != nil {
+			var bucket string
+			if err := rows.Scan(&id, &bucket, &n); err != nil {
 				return err
 			}
-			if gone {
-				lease = ""
-			}
-			g := byLease[lease]
+			g := byBucket[bucket]
 			if g == nil {
-				g = &group{lease: lease}
-				byLease[lease] = g
+				g = &group{bucket: bucket}
+				byBucket[bucket] = g
 			}
 			g.ids = append(g.ids, id)
 			g.sum += n
@@ -72,7 +68,7 @@ func (d *DB) CompactLeaseChanges(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var todo []*group
-	for _, g := range byLease {
+	for _, g := range byBucket {
 		if len(g.ids) > 1 {
 			todo = append(todo, g)
 		}
@@ -90,7 +86,7 @@ func (d *DB) CompactLeaseChanges(ctx context.Context) (int, error) {
 			for _, id := range g.ids {
 				ids = append(ids, id)
 			}
-			values = append(values, g.lease, g.sum)
+			values = append(values, g.bucket, g.sum)
 		}
 		err := d.Write(ctx, func(tx *gorm.DB) error {
 			// Chunks of 500 stay far from the dialects' limits on bound
@@ -107,7 +103,7 @@ func (d *DB) CompactLeaseChanges(ctx context.Context) (int, error) {
 			}
 			for i := 0; i < len(values); i += 500 {
 				chunk := values[i:min(i+500, len(values))]
-				if err := tx.Exec("INSERT INTO "+LeaseChangesTable+" (lease_id, n) VALUES "+strings.Repeat(",(?, ?)", len(chunk)/2)[1:], chunk...).Error; err != nil {
+				if err := tx.Exec("INSERT INTO "+LeaseChangesTable+" (bucket, n) VALUES "+strings.Repeat(",(?, ?)", len(chunk)/2)[1:], chunk...).Error; err != nil {
 					return err
 				}
 			}
@@ -122,4 +118,52 @@ func (d *DB) CompactLeaseChanges(ctx context.Context) (int, error) {
 		removed += len(ids) - len(batch)
 	}
 	return removed, nil
+}
+
+// LeaseBucket is the bucket of lease id in lease_changes: its first two
+// characters (the whole id when shorter), as the triggers' LEFT(id, 2)
+// (MySQL) and substr(id, 1, 2) (SQLite) count them.
+func LeaseBucket(id string) string {
+	i := 0
+	for range 2 {
+		if i >= len(id) {
+			break
+		}
+		_, size := utf8.DecodeRuneInString(id[i:])
+		i += size
+	}
+	return id[:i]
+}
+
+// BucketRange is a range of ids [lo, hi) that holds every id of bucket
+// b (hi "": no upper bound) in the binary order of the lease ids
+// (SQLite's BINARY, MySQL's utf8mb4_bin: code point order). It holds
+// ids of other buckets too (b's one-character prefix is a bucket of its
+// own), and MariaDB's utf8mb4_bin pads with spaces when it compares, so
+// "ab\x01" sorts before "ab": lo is just below every id starting with
+// b, the last character lowered by one and followed by the greatest
+// one. A reader keeps the ids whose LeaseBucket is b.
+func BucketRange(b string) (lo, hi string) {
+	r, size := utf8.DecodeLastRuneInString(b)
+	if size == 0 {
+		return "", "" // the bucket of the empty id: read everything
+	}
+	head := b[:len(b)-size]
+	switch {
+	case r == 0:
+		lo = head
+	case r == 0xE000: // the code points skip the surrogates
+		lo = head + string(rune(0xD7FF)) + string(utf8.MaxRune)
+	default:
+		lo = head + string(r-1) + string(utf8.MaxRune)
+	}
+	switch {
+	case r == utf8.MaxRune:
+		return lo, ""
+	case r == 0xD7FF:
+		r = 0xE000
+	default:
+		r++
+	}
+	return lo, head + string(r)
 }

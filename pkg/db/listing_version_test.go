@@ -2,17 +2,21 @@ package db_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 )
 
+// listingVersion is the version of lease's bucket.
 func listingVersion(t *testing.T, d *db.DB, lease string) int64 {
 	t.Helper()
 	var v []int64
-	if err := d.Raw("SELECT COALESCE(SUM(n), 0) FROM lease_changes WHERE lease_id = ?", lease).Scan(&v).Error; err != nil || len(v) != 1 {
+	if err := d.Raw("SELECT COALESCE(SUM(n), 0) FROM lease_changes WHERE bucket = ?", db.LeaseBucket(lease)).Scan(&v).Error; err != nil || len(v) != 1 {
 		t.Fatalf("version of %s: %v, %v", lease, v, err)
 	}
 	return v[0]
@@ -20,8 +24,8 @@ func listingVersion(t *testing.T, d *db.DB, lease string) int64 {
 
 // TestListingVersionTriggers: every write to a row shown in a lease's
 // body or in the allocation listing, by raw SQL as another program would
-// write it, moves that lease's version (the sum of its lease_changes)
-// and no other lease's.
+// write it, moves that lease's bucket's version (the sum of its
+// lease_changes rows) and no other bucket's.
 func TestListingVersionTriggers(t *testing.T) {
 	for _, dialect := range dbtest.Dialects() {
 		t.Run(string(dialect), func(t *testing.T) {
@@ -86,29 +90,34 @@ func TestListingVersionTriggers(t *testing.T) {
 					t.Errorf("%s: L2's version did not move", s.name)
 				}
 			}
-			// A lease deleted, its rows folded away, and written again
-			// under its id does not come back at its old count.
-			old := listingVersion(t, d, "L2")
+			// A lease deleted, its rows folded, and written again under
+			// its id does not bring its bucket back to a version it had.
+			seen = map[int64]bool{listingVersion(t, d, "L2"): true}
 			mustExec(t, d, "DELETE FROM leases WHERE id = 'L2'")
+			v := listingVersion(t, d, "L2")
+			if seen[v] {
+				t.Errorf("lease delete: L2's bucket stayed at %d", v)
+			}
+			seen[v] = true
 			if _, err := d.CompactLeaseChanges(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if v := listingVersion(t, d, "L2"); v != 0 {
-				t.Errorf("deleted lease's rows kept after compaction: version %d", v)
+			if w := listingVersion(t, d, "L2"); w != v {
+				t.Errorf("compaction moved L2's bucket %d → %d", v, w)
 			}
 			mustExec(t, d, `INSERT INTO leases (id, name, user_id, project_id, start_date, end_date, trust_id, status, degraded, created_at, lease_type)
  VALUES ('L2', 'L2', 'u', 'p', ?, ?, '', 'PENDING', ?, ?, 'SCHEDULE')`, upStart, upEnd, false, upCreated)
-			if v := listingVersion(t, d, "L2"); v == old {
-				t.Errorf("re-created lease at its old version %d", v)
+			if v := listingVersion(t, d, "L2"); seen[v] {
+				t.Errorf("re-created lease: its bucket back at version %d", v)
 			}
 		})
 	}
 }
 
 // TestCompactionKeepsVersions: compaction racing with writes to leases
-// (and with another compaction) never makes a lease's version go down
+// (and with another compaction) never makes a lease's bucket's version go down
 // or stay equal across a committed change, never lowers the table's
-// total, and leaves one row per lease once the writes stop.
+// total, and leaves one row per bucket once the writes stop.
 func TestCompactionKeepsVersions(t *testing.T) {
 	for _, dialect := range dbtest.Dialects() {
 		t.Run(string(dialect), func(t *testing.T) {
@@ -130,8 +139,8 @@ func TestCompactionKeepsVersions(t *testing.T) {
 			const writes = 60
 			var wg sync.WaitGroup
 			done := make(chan struct{})
-			// A deleted lease's rows are folded into the "" row while the
-			// others are written.
+			// A deleted lease's rows are folded with the others' while
+			// they are written.
 			mustExec(t, d, "DELETE FROM leases WHERE id = 'C4'")
 			start := total()
 			for _, id := range leases[:3] {
@@ -209,8 +218,8 @@ func TestCompactionKeepsVersions(t *testing.T) {
 			if err := d.Raw("SELECT COUNT(*) FROM lease_changes").Scan(&rows).Error; err != nil {
 				t.Fatal(err)
 			}
-			if rows != 4 { // C1, C2, C3 and ""
-				t.Errorf("%d rows after a compaction with no writes, want 4", rows)
+			if rows != 4 { // the buckets C1, C2, C3 and C4
+				t.Errorf("%d rows after a compaction with no writes, want one per bucket (4)", rows)
 			}
 			for id, v := range before {
 				if w := listingVersion(t, d, id); w != v {
@@ -219,6 +228,62 @@ func TestCompactionKeepsVersions(t *testing.T) {
 			}
 			if s := total(); s != sum {
 				t.Errorf("total %d after compaction, %d before", s, sum)
+			}
+		})
+	}
+}
+
+// TestLeaseBuckets: the triggers file every lease under LeaseBucket of
+// its id, and BucketRange's range holds every id of the bucket, on both
+// dialects, for ids sharing a bucket, differing only in case, shorter
+// than a bucket, with characters below the space (MariaDB pads with
+// spaces when it compares) and outside ASCII.
+func TestLeaseBuckets(t *testing.T) {
+	ids := []string{"ab", "abc", "abd", "aB1", "AB2", "Ab", "a", "ab\x01", "ab!", "b", "é1", "éé", "e1",
+		"\U0010FFFFx", "x\U0010FFFF", "x\U0010FFFFy", "\ud7ffa", "\ue000a"}
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			d := dbtest.OpenDialect(t, dialect)
+			want := map[string][]string{}
+			for _, id := range ids {
+				mustExec(t, d, `INSERT INTO leases (id, name, user_id, project_id, start_date, end_date, trust_id, status, degraded, created_at, lease_type)
+ VALUES (?, 'x', 'u', 'p', ?, ?, '', 'PENDING', ?, ?, 'SCHEDULE')`, id, upStart, upEnd, false, upCreated)
+				b := db.LeaseBucket(id)
+				want[b] = append(want[b], id)
+			}
+			var buckets []string
+			if err := d.Raw("SELECT DISTINCT bucket FROM lease_changes").Scan(&buckets).Error; err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(buckets)
+			var wantBuckets []string
+			for b := range want {
+				wantBuckets = append(wantBuckets, b)
+			}
+			slices.Sort(wantBuckets)
+			if diff := cmp.Diff(wantBuckets, buckets); diff != "" {
+				t.Errorf("buckets the triggers wrote (-LeaseBucket +table):\n%s", diff)
+			}
+			for b, w := range want {
+				lo, hi := db.BucketRange(b)
+				q, args := "SELECT id FROM leases WHERE id >= ?", []any{lo}
+				if hi != "" {
+					q, args = q+" AND id < ?", append(args, hi)
+				}
+				var got, in []string
+				if err := d.Raw(q, args...).Scan(&in).Error; err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range in {
+					if db.LeaseBucket(id) == b {
+						got = append(got, id)
+					}
+				}
+				slices.Sort(got)
+				slices.Sort(w)
+				if diff := cmp.Diff(w, got); diff != "" {
+					t.Errorf("bucket %q, range [%q, %q) (-want +got):\n%s", b, lo, hi, diff)
+				}
 			}
 		})
 	}

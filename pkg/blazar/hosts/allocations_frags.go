@@ -3,6 +3,7 @@ package hosts
 import (
 	"context"
 	"database/sql"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -15,30 +16,40 @@ import (
 
 // The unfiltered allocation listing after a write, and on MySQL always,
 // keeps each lease's allocations (its window and the hosts its
-// reservations hold) under the lease's version, the sum of its
-// lease_changes rows the database's triggers append (pkg/db 0013; the
-// host allocations are among the rows they watch). A listing reads the
-// log's total first: unchanged, with the same hosts and the clock still
-// inside the span the last body holds for, that body is served. Else it
-// reads every lease's version, reads again only the leases whose version
-// moved (all at once when many did), and regroups the kept entries by
-// host in memory. The rows are read after the versions, so an entry is
-// never older than the version it is kept under.
+// reservations hold) by bucket of lease ids (pkg/db LeaseBucket), each
+// bucket's under its version, the sum of its lease_changes rows the
+// database's triggers append (pkg/db 0013; the host allocations are
+// among the rows they watch). A listing reads the buckets' versions and
+// their total first (a few hundred rows): the total unchanged, with the
+// same hosts and the clock still inside the span the last body holds
+// for, that body is served. Else it reads again the leases of the
+// buckets whose version moved, by primary key range (every lease when
+// many did), replaces those buckets' entries wholesale, merges their
+// allocations into the kept ones in listing order and regroups them by
+// host. The rows are read after the versions, so an entry is never older
+// than the version it is kept under.
 
 // leaseAllocs is one lease's part of the allocation listing.
 type leaseAllocs struct {
-	version    int64
 	start, end leases.TimeCol
 	allocs     []hostRes // by host and reservation, as read
 }
 
 type hostRes struct{ host, res string }
 
-// allocFrags holds the entries by lease id, and the last body joined.
+// allocRow is one host allocation of the listing, with its lease.
+type allocRow struct {
+	host, res, lease, bucket string
+	e                        *leaseAllocs
+}
+
+// allocFrags holds every lease's allocations in listing order, the
+// version of each bucket they were read at, and the last body joined.
 type allocFrags struct {
-	mu   sync.Mutex
-	m    map[string]*leaseAllocs
-	body []byte
+	mu      sync.Mutex
+	buckets map[string]int64
+	rows    []allocRow
+	body    []byte
 	// The last body holds while the log's total and the hosts are
 	// unchanged and the clock is within [from, until) (until zero: no
 	// lease shown).
@@ -57,68 +68,101 @@ func (s *Service) incrementalAllocations(ctx context.Context, now time.Time) (bo
 		return nil, time.Time{}, err
 	}
 	fa := &s.allocFrags
-	vs, err := leases.ReadVersions(ctx, sqlDB)
+	vs, err := leases.ReadBucketVersions(ctx, sqlDB)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	total := vs.Total
 	ids, err := hostIDs(ctx, sqlDB)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	fa.mu.Lock()
 	defer fa.mu.Unlock()
-	if fa.body != nil && fa.total == total && slices.Equal(fa.hosts, ids) && !now.Before(fa.from) && (fa.until.IsZero() || now.Before(fa.until)) {
+	if fa.body != nil && fa.total == vs.Total && slices.Equal(fa.hosts, ids) && !now.Before(fa.from) && (fa.until.IsZero() || now.Before(fa.until)) {
 		return fa.body, fa.until, nil
 	}
-	var (
-		keep  = make(map[string]*leaseAllocs, len(fa.m))
-		stale = map[string]int64{}
-		ids2  []string
-	)
-	err = leases.EachLease(ctx, sqlDB, nil, func(id []byte) {
-		version := vs.Sums[string(id)]
-		if e := fa.m[string(id)]; e != nil && e.version == version {
-			keep[string(id)] = e
-			return
-		}
-		stale[string(id)] = version
-		ids2 = append(ids2, string(id))
-	})
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	if len(ids2) > 0 {
+	if fa.buckets == nil || fa.total != vs.Total {
+		changed := vs.Changed(fa.buckets)
+		full := fa.buckets == nil || len(changed)*4 > len(vs.Sums)
 		var fresh map[string]*leaseAllocs
-		if len(ids2)*4 > len(keep)+len(ids2) {
+		switch {
+		case full:
 			fresh, err = s.readLeaseAllocs(ctx, sqlDB, nil)
-		} else {
-			fresh = map[string]*leaseAllocs{}
-			for from := 0; from < len(ids2) && err == nil; from += 500 {
-				var m map[string]*leaseAllocs
-				m, err = s.readLeaseAllocs(ctx, sqlDB, ids2[from:min(from+500, len(ids2))])
-				for k, v := range m {
-					fresh[k] = v
-				}
-			}
+		case len(changed) > 0:
+			fresh, err = s.readLeaseAllocs(ctx, sqlDB, changed)
 		}
 		if err != nil {
 			return nil, time.Time{}, err
 		}
-		// A lease created after the versions were read waits for the
-		// next listing; one deleted since is left out.
-		for id, v := range stale {
-			if e := fresh[id]; e != nil {
-				e.version = v
-				keep[id] = e
+		moved := make(map[string]bool, len(changed))
+		for _, b := range changed {
+			moved[b] = true
+		}
+		var rows []allocRow
+		for id, e := range fresh {
+			// A range holds ids of other buckets too.
+			b := db.LeaseBucket(id)
+			if !full && !moved[b] {
+				continue
+			}
+			for _, a := range e.allocs {
+				rows = append(rows, allocRow{host: a.host, res: a.res, lease: id, bucket: b, e: e})
+			}
+			fa.read.Add(1)
+		}
+		cmpRow := rowOrder(s.db.Dialect)
+		slices.SortFunc(rows, cmpRow)
+		if full {
+			fa.rows, fa.buckets = rows, maps.Clone(vs.Sums)
+		} else {
+			// The untouched rows keep their order; the new ones are
+			// merged in.
+			out := make([]allocRow, 0, len(fa.rows)+len(rows))
+			i := 0
+			for _, r := range fa.rows {
+				if moved[r.bucket] {
+					continue
+				}
+				for i < len(rows) && cmpRow(rows[i], r) < 0 {
+					out = append(out, rows[i])
+					i++
+				}
+				out = append(out, r)
+			}
+			fa.rows = append(out, rows[i:]...)
+			for _, b := range changed {
+				if v, ok := vs.Sums[b]; ok {
+					fa.buckets[b] = v
+				} else {
+					delete(fa.buckets, b)
+				}
 			}
 		}
-		fa.read.Add(int64(len(ids2)))
 	}
-	fa.m = keep
-	body, until = renderLeaseAllocs(ids, keep, now, s.db.Dialect)
-	fa.body, fa.total, fa.hosts, fa.from, fa.until = body, total, ids, now, until
+	body, until = renderAllocRows(ids, fa.rows, now)
+	fa.body, fa.total, fa.hosts, fa.from, fa.until = body, vs.Total, ids, now, until
 	return body, until, nil
+}
+
+// rowOrder is the order of the SQL join: start date (as SQLite compares
+// the stored text or MySQL the value), then reservation id; then host,
+// so that the order is total.
+func rowOrder(dialect db.Dialect) func(a, b allocRow) int {
+	return func(a, b allocRow) int {
+		var c int
+		if dialect == db.SQLite {
+			c = strings.Compare(a.e.start.Raw, b.e.start.Raw)
+		} else {
+			c = a.e.start.T.Compare(b.e.start.T)
+		}
+		if c != 0 {
+			return c
+		}
+		if c = strings.Compare(a.res, b.res); c != 0 {
+			return c
+		}
+		return strings.Compare(a.host, b.host)
+	}
 }
 
 // hostIDs reads the API ids of every host, in id order.
@@ -136,17 +180,16 @@ func hostIDs(ctx context.Context, d *sql.DB) ([]string, error) {
 }
 
 // readLeaseAllocs reads the window and the host allocations of the
-// leases ids (of every lease when nil), the two tables side by side.
-func (s *Service) readLeaseAllocs(ctx context.Context, d *sql.DB, ids []string) (map[string]*leaseAllocs, error) {
+// leases in the id ranges of buckets (pkg/db BucketRange, which hold
+// other ids too), of every lease when nil, the two tables side by side.
+func (s *Service) readLeaseAllocs(ctx context.Context, d *sql.DB, buckets []string) (map[string]*leaseAllocs, error) {
 	t := func(col string) string { return leases.TimeExpr(s.db.Dialect, col) }
 	var leaseWhere, resWhere string
 	var args []any
-	if ids != nil {
-		in := strings.Repeat(",?", len(ids))[1:]
-		leaseWhere, resWhere = " WHERE id IN ("+in+")", " WHERE r.lease_id IN ("+in+")"
-		for _, id := range ids {
-			args = append(args, id)
-		}
+	if buckets != nil {
+		leaseWhere, args = leases.BucketWhere("id", buckets)
+		resWhere, _ = leases.BucketWhere("r.lease_id", buckets)
+		leaseWhere, resWhere = " WHERE "+leaseWhere, " WHERE "+resWhere
 	}
 	out := map[string]*leaseAllocs{}
 	type alloc struct{ lease, host, res string }
@@ -191,46 +234,19 @@ func (s *Service) readLeaseAllocs(ctx context.Context, d *sql.DB, ids []string) 
 	return out, nil
 }
 
-// renderLeaseAllocs regroups the entries of the leases ending at or
-// after now by host, in the order of the SQL join (start date, as SQLite
-// compares the stored text or MySQL the value, then reservation id), and
-// renders them; until is the earliest end among the leases shown.
-func renderLeaseAllocs(ids []string, m map[string]*leaseAllocs, now time.Time, dialect db.Dialect) ([]byte, time.Time) {
-	type row struct {
-		host, res, lease string
-		e                *leaseAllocs
-	}
-	n := 0
-	for _, e := range m {
-		n += len(e.allocs)
-	}
-	all := make([]row, 0, n)
+// renderAllocRows groups the rows of the leases ending at or after now
+// by host, in their order, and renders them; until is the earliest end
+// among the leases shown.
+func renderAllocRows(ids []string, rows []allocRow, now time.Time) ([]byte, time.Time) {
 	var until time.Time
-	for id, e := range m {
-		if len(e.allocs) == 0 || e.end.T.Before(now) {
+	byHost := make(map[string][]HostReservation, len(ids))
+	for _, x := range rows {
+		if x.e.end.T.Before(now) {
 			continue
 		}
-		if until.IsZero() || e.end.T.Before(until) {
-			until = e.end.T
+		if until.IsZero() || x.e.end.T.Before(until) {
+			until = x.e.end.T
 		}
-		for _, a := range e.allocs {
-			all = append(all, row{a.host, a.res, id, e})
-		}
-	}
-	slices.SortFunc(all, func(a, b row) int {
-		var c int
-		if dialect == db.SQLite {
-			c = strings.Compare(a.e.start.Raw, b.e.start.Raw)
-		} else {
-			c = a.e.start.T.Compare(b.e.start.T)
-		}
-		if c != 0 {
-			return c
-		}
-		return strings.Compare(a.res, b.res)
-	})
-	byHost := make(map[string][]HostReservation, len(ids))
-	for _, x := range all {
 		byHost[x.host] = append(byHost[x.host], HostReservation{ID: x.res, LeaseID: x.lease, StartDate: x.e.start.T, EndDate: x.e.end.T})
 	}
 	return renderAllocations(ids, byHost), until

@@ -101,27 +101,11 @@ func (s *Service) listing(ctx context.Context, c Caller) (*listing, error) {
 	return s.listingOf(ctx, c, nil)
 }
 
-// listingByID reads the typed rows of the leases ids (those that exist),
-// 500 at a time: a fixed number of queries per 500 leases.
-func (s *Service) listingByID(ctx context.Context, ids []string) (*listing, error) {
-	out := &listing{extra: map[string]map[string]any{}}
-	for from := 0; from < len(ids); from += 500 {
-		l, err := s.listingOf(ctx, Caller{Admin: true}, ids[from:min(from+500, len(ids))])
-		if err != nil {
-			return nil, err
-		}
-		out.leases = append(out.leases, l.leases...)
-		maps.Copy(out.extra, l.extra)
-		out.nRes += l.nRes
-		out.nEv += l.nEv
-	}
-	return out, nil
-}
-
-// listingOf reads the listing of c's leases, or when ids is not nil of
-// those leases alone (described by the plugins' Describe rather than
-// DescribeListed).
-func (s *Service) listingOf(ctx context.Context, c Caller, ids []string) (*listing, error) {
+// listingOf reads the listing of c's leases, or when buckets is not nil
+// of the leases in those buckets' id ranges (pkg/db BucketRange, which
+// hold other ids too), described by the plugins' Describe rather than
+// DescribeListed.
+func (s *Service) listingOf(ctx context.Context, c Caller, buckets []string) (*listing, error) {
 	sqlDB, err := s.db.DB.DB()
 	if err != nil {
 		return nil, err
@@ -131,12 +115,10 @@ func (s *Service) listingOf(ctx context.Context, c Caller, ids []string) (*listi
 	var args []any
 	var project *string
 	switch {
-	case ids != nil:
-		in := strings.Repeat(",?", len(ids))[1:]
-		where, leaseWhere = " WHERE x.lease_id IN ("+in+")", " WHERE l.id IN ("+in+")"
-		for _, id := range ids {
-			args = append(args, id)
-		}
+	case buckets != nil:
+		where, args = BucketWhere("x.lease_id", buckets)
+		leaseWhere, _ = BucketWhere("l.id", buckets)
+		where, leaseWhere = " WHERE "+where, " WHERE "+leaseWhere
 	case !c.Admin:
 		join, where, args = " JOIN leases l ON l.id = x.lease_id", " WHERE l.project_id = ?", []any{c.ProjectID}
 		leaseWhere = where
@@ -220,7 +202,7 @@ func (s *Service) listingOf(ctx context.Context, c Caller, ids []string) (*listi
 			ress[i] = rs[i].r
 		}
 		var listed func(plugins.Plugin) (map[string]map[string]any, bool, error)
-		if ids == nil {
+		if buckets == nil {
 			listed = func(p plugins.Plugin) (map[string]map[string]any, bool, error) {
 				if l, ok := p.(listDescriber); ok {
 					m, err := l.DescribeListed(ctx, sqlDB, project)

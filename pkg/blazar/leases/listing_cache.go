@@ -22,7 +22,8 @@ import (
 // Galera): there the listings read the total of the lease_changes log
 // the database's triggers append to (pkg/db 0013) and serve the last
 // body while it is unchanged, else join it from the objects kept per
-// lease (listing_frags.go, and pkg/blazar/hosts for the allocations).
+// bucket of lease ids (listing_frags.go, and pkg/blazar/hosts for the
+// allocations).
 
 // DataVersion is a point in a database's change history as a ChangeWatch
 // sees it: equal versions mean no commit in between. Versions from

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -12,25 +13,30 @@ import (
 	"github.com/leasehold/leasehold/pkg/db"
 )
 
-// Every lease's rendered object is kept with the version it was read
-// at: the sum of the lease's rows in lease_changes, a log the database
-// itself appends to (triggers, see pkg/db 0013) in the transaction of
-// any write to a row the object shows, whoever writes it. A listing
-// first reads every lease's version from the log's index alone, and
-// their total: equal to the one the last listing was joined at, nothing
-// listed changed and that body is served. Else it reads the ids of its
-// leases (an index too),
-// reuses the objects whose version is unchanged, reads and renders only
-// the others (all of them at once when they are many, else 500 at a
-// time by id) and joins the objects in listing order. Rows are read
-// after the versions: an object is never older than the version it is
-// kept under, and a write racing with the read adds to the version
-// again, so the next listing reads it anew.
+// The leases' rendered objects are kept by bucket (the first two
+// characters of the lease id, pkg/db LeaseBucket), each bucket's with
+// the version it was read at: the sum of the bucket's rows in
+// lease_changes, a log the database itself appends to (triggers, see
+// pkg/db 0013) in the transaction of any write to a row an object shows,
+// whoever writes it. A listing first reads every bucket's version from
+// the log's index alone (a few hundred rows with UUID ids, whatever the
+// number of leases), and their total: equal to the one the last listing
+// was joined at, nothing listed changed and that body is served. Else it
+// reads again the leases of the buckets whose version moved, by primary
+// key range, and replaces those buckets' objects wholesale, so a lease
+// deleted since drops out without listing every id (all leases at once
+// when many buckets moved). The kept objects stay in listing order: the
+// untouched ones in the order they were, merged with the new ones
+// sorted. Rows are read after the versions: an object is never older
+// than the version it is kept under, and a write racing with the read
+// moves the version again, so the next listing reads the bucket anew.
+// A member's listing is cut from the same objects (their project is
+// kept with them).
 
 // leaseFrag is one lease's object in the listing.
 type leaseFrag struct {
-	version int64
 	id      string
+	bucket  string
 	project string
 	// key sorts the objects in listing order: created_at as stored
 	// (SQLite compares the text) or as a time (MySQL compares the
@@ -39,15 +45,16 @@ type leaseFrag struct {
 	body []byte
 }
 
-// fragCache holds the leases' rendered objects by id, and the last admin
-// listing joined from them.
+// fragCache holds the leases' rendered objects in listing order, the
+// version of each bucket they were read at, and the admin listing joined
+// from them.
 type fragCache struct {
-	mu       sync.RWMutex
-	m        map[string]*leaseFrag
-	last     []*leaseFrag
-	lastBody *renderedListing
-	// lastTotal is the log's total read before lastBody's versions.
-	lastTotal  int64
+	mu      sync.Mutex
+	buckets map[string]int64
+	order   []*leaseFrag
+	body    *renderedListing
+	// total is the log's total read before body's versions.
+	total      int64
 	rendered   atomic.Int64 // objects rendered (tests)
 	compacting atomic.Bool
 	compacted  atomic.Int64 // compactions run (tests)
@@ -63,9 +70,9 @@ func sortKey(x *listedLease) string {
 	return x.l.CreatedAt.UTC().Format("20060102150405.000000000") + "\x00" + x.l.ID
 }
 
-// fullReadShare: when more than this share of the listed leases changed,
-// the whole listing is read (a fixed number of queries joined on the
-// leases) rather than the changed ones by id.
+// fullReadShare: when more than this share of the buckets moved, every
+// lease is read (a fixed number of queries) rather than the buckets'
+// ranges.
 const fullReadShare = 4
 
 // incremental returns the listing of c's leases, reflecting every write
@@ -76,108 +83,105 @@ func (s *Service) incremental(ctx context.Context, c Caller) (*renderedListing, 
 		return nil, err
 	}
 	fc := &s.frags
-	vs, err := ReadVersions(ctx, sqlDB)
+	vs, err := ReadBucketVersions(ctx, sqlDB)
 	if err != nil {
 		return nil, err
 	}
-	total := vs.Total
-	fc.mu.RLock()
-	last, lastTotal := fc.lastBody, fc.lastTotal
-	fc.mu.RUnlock()
-	if last != nil && lastTotal == total {
-		if c.Admin {
-			return last, nil
-		}
-		return &renderedListing{body: last.of(c)}, nil
-	}
-	// The kept objects are looked up while the rows are read: the ids of
-	// those found are not copied out of the driver's buffer.
-	var (
-		frags    []*leaseFrag
-		stale    = map[string]int64{}
-		staleIDs []string
-	)
-	var project *string
-	if !c.Admin {
-		project = &c.ProjectID
-	}
-	fc.mu.RLock()
-	err = EachLease(ctx, sqlDB, project, func(id []byte) {
-		version := vs.Sums[string(id)]
-		if f := fc.m[string(id)]; f != nil && f.version == version {
-			frags = append(frags, f)
-		} else {
-			stale[string(id)] = version
-			staleIDs = append(staleIDs, string(id))
-		}
-	})
-	fc.mu.RUnlock()
-	if err != nil {
-		return nil, err
-	}
-	nScan := len(frags) + len(staleIDs)
-	if c.Admin && vs.Rows > int64(nScan+compactSlack) {
-		s.compactSoon()
-	}
-	if len(staleIDs) > 0 {
-		var l *listing
-		if len(staleIDs)*fullReadShare > nScan {
-			l, err = s.listing(ctx, c)
-		} else {
-			l, err = s.listingByID(ctx, staleIDs)
-		}
-		if err != nil {
+	// One listing at a time joins: the others wait, then mostly find
+	// the body current.
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if fc.body == nil || fc.total != vs.Total {
+		if err := s.refresh(ctx, vs); err != nil {
 			return nil, err
 		}
+	}
+	if vs.Rows > int64(len(vs.Sums)+compactSlack) {
+		s.compactSoon()
+	}
+	if c.Admin {
+		return fc.body, nil
+	}
+	return &renderedListing{body: fc.body.of(c)}, nil
+}
+
+// refresh reads again the buckets whose version moved and joins the
+// body; fc.mu is held.
+func (s *Service) refresh(ctx context.Context, vs *BucketVersions) error {
+	fc := &s.frags
+	changed := vs.Changed(fc.buckets)
+	full := fc.buckets == nil || len(changed)*fullReadShare > len(vs.Sums)
+	var l *listing
+	var err error
+	if full {
+		l, err = s.listing(ctx, Caller{Admin: true})
+	} else if len(changed) > 0 {
+		l, err = s.listingOf(ctx, Caller{Admin: true}, changed)
+	}
+	if err != nil {
+		return err
+	}
+	moved := make(map[string]bool, len(changed))
+	for _, b := range changed {
+		moved[b] = true
+	}
+	var fresh []*leaseFrag
+	if l != nil {
 		var keys keyOrder
-		fresh := make([]*leaseFrag, 0, len(staleIDs))
+		fresh = make([]*leaseFrag, 0, len(l.leases))
 		for i := range l.leases {
 			x := &l.leases[i]
-			v, ok := stale[x.l.ID]
-			// A lease created after the scan is left for the next
-			// listing; one that was current is kept as it was.
-			if !ok {
+			// A range holds ids of other buckets too.
+			b := db.LeaseBucket(x.l.ID)
+			if !full && !moved[b] {
 				continue
 			}
-			b := make([]byte, 0, 400+560*len(x.ress)+280*len(x.evs))
-			if b, err = l.appendLease(b, x, &keys); err != nil {
-				return nil, err
+			body := make([]byte, 0, 400+560*len(x.ress)+280*len(x.evs))
+			if body, err = l.appendLease(body, x, &keys); err != nil {
+				return err
 			}
-			fresh = append(fresh, &leaseFrag{version: v, id: x.l.ID, project: x.l.ProjectID, key: sortKey(x), body: b})
+			fresh = append(fresh, &leaseFrag{id: x.l.ID, bucket: b, project: x.l.ProjectID, key: sortKey(x), body: body})
 		}
 		fc.rendered.Add(int64(len(fresh)))
-		frags = append(frags, fresh...)
-		fc.mu.Lock()
-		if fc.m == nil {
-			fc.m = make(map[string]*leaseFrag, nScan)
-		}
-		for _, f := range fresh {
-			fc.m[f.id] = f
-		}
-		fc.mu.Unlock()
 	}
-	s.evict(c, frags)
-	slices.SortFunc(frags, func(a, b *leaseFrag) int { return strings.Compare(a.key, b.key) })
-	if c.Admin {
-		// Nothing listed changed since the last admin listing (a
-		// compaction, a write to the rows of a lease since deleted): its body
-		// still holds.
-		fc.mu.Lock()
-		last, lastBody := fc.last, fc.lastBody
-		if lastBody != nil && slices.Equal(last, frags) {
-			fc.lastTotal = total
-			fc.mu.Unlock()
-			return lastBody, nil
+	byKey := func(a, b *leaseFrag) int { return strings.Compare(a.key, b.key) }
+	slices.SortFunc(fresh, byKey)
+	if full {
+		fc.buckets = maps.Clone(vs.Sums)
+		fc.order = fresh
+	} else {
+		// The untouched objects keep their order; the new ones are
+		// merged in.
+		old := fc.order
+		order := make([]*leaseFrag, 0, len(old)+len(fresh))
+		i := 0
+		for _, f := range old {
+			if moved[f.bucket] {
+				continue
+			}
+			for i < len(fresh) && byKey(fresh[i], f) < 0 {
+				order = append(order, fresh[i])
+				i++
+			}
+			order = append(order, f)
 		}
-		fc.mu.Unlock()
+		order = append(order, fresh[i:]...)
+		fc.order = order
+		for _, b := range changed {
+			if v, ok := vs.Sums[b]; ok {
+				fc.buckets[b] = v
+			} else {
+				delete(fc.buckets, b)
+			}
+		}
 	}
 	n := 2
-	for _, f := range frags {
+	for _, f := range fc.order {
 		n += len(f.body) + 1
 	}
-	r := &renderedListing{body: make([]byte, 0, n), segs: make([]leaseSeg, len(frags))}
+	r := &renderedListing{body: make([]byte, 0, n), segs: make([]leaseSeg, len(fc.order))}
 	r.body = append(r.body, '[')
-	for i, f := range frags {
+	for i, f := range fc.order {
 		if i > 0 {
 			r.body = append(r.body, ',')
 		}
@@ -185,17 +189,13 @@ func (s *Service) incremental(ctx context.Context, c Caller) (*renderedListing, 
 		r.body = append(r.body, f.body...)
 	}
 	r.body = append(r.body, ']')
-	if c.Admin {
-		fc.mu.Lock()
-		fc.last, fc.lastBody, fc.lastTotal = frags, r, total
-		fc.mu.Unlock()
-	}
-	return r, nil
+	fc.body, fc.total = r, vs.Total
+	return nil
 }
 
-// compactSlack is how many more log rows than one per lease the listing
-// lets pile up before it starts a compaction: every listing after a
-// write scans them all.
+// compactSlack is how many more log rows than one per bucket the
+// listing lets pile up before it starts a compaction: every listing
+// scans them all.
 const compactSlack = 1024
 
 // compactSoon starts a compaction of the log in the background unless
@@ -219,10 +219,10 @@ func (s *Service) compactSoon() {
 	}()
 }
 
-// Versions is what lease_changes (pkg/db 0013) says of every lease.
-type Versions struct {
-	// Sums is the version of each lease with rows (absent: 0), and of
-	// gone leases whose rows are not compacted yet.
+// BucketVersions is what lease_changes (pkg/db 0013) says of every
+// bucket of lease ids.
+type BucketVersions struct {
+	// Sums is the version of each bucket with rows (absent: 0).
 	Sums map[string]int64
 	// Total is the sum of every row: it grows with every commit that
 	// changes a row a lease listing or the allocation listing shows, and
@@ -231,22 +231,19 @@ type Versions struct {
 	Total, Rows int64
 }
 
-// ReadVersions reads Versions in one statement, a scan of the index
-// (lease_id, n) alone.
-func ReadVersions(ctx context.Context, d *sql.DB) (*Versions, error) {
-	v := &Versions{}
+// ReadBucketVersions reads BucketVersions in one statement, a scan of
+// the index (bucket, n) alone.
+func ReadBucketVersions(ctx context.Context, d *sql.DB) (*BucketVersions, error) {
+	v := &BucketVersions{Sums: make(map[string]int64, 256)}
 	var (
-		id       sql.RawBytes
+		b        sql.RawBytes
 		sum, cnt int64
 	)
-	err := db.EachRow(ctx, d, "SELECT lease_id, SUM(n), COUNT(*) FROM "+db.LeaseChangesTable+" GROUP BY lease_id", nil, func(rows *sql.Rows) error {
-		if err := rows.Scan(&id, &sum, &cnt); err != nil {
+	err := db.EachRow(ctx, d, "SELECT bucket, SUM(n), COUNT(*) FROM "+db.LeaseChangesTable+" GROUP BY bucket", nil, func(rows *sql.Rows) error {
+		if err := rows.Scan(&b, &sum, &cnt); err != nil {
 			return err
 		}
-		if v.Sums == nil {
-			v.Sums = make(map[string]int64, 1024)
-		}
-		v.Sums[string(id)] = sum
+		v.Sums[string(b)] = sum
 		v.Total += sum
 		v.Rows += cnt
 		return nil
@@ -254,42 +251,42 @@ func ReadVersions(ctx context.Context, d *sql.DB) (*Versions, error) {
 	return v, err
 }
 
-// EachLease calls fn with the id of every lease, or of project's when
-// project is not nil: a scan of an index. id is the driver's buffer,
-// valid during the call only.
-func EachLease(ctx context.Context, d *sql.DB, project *string, fn func(id []byte)) error {
-	q := "SELECT id FROM leases"
-	var args []any
-	if project != nil {
-		q, args = q+" WHERE project_id = ?", []any{*project}
-	}
-	var id sql.RawBytes
-	return db.EachRow(ctx, d, q, args, func(rows *sql.Rows) error {
-		if err := rows.Scan(&id); err != nil {
-			return err
+// Changed returns the buckets whose version in v is not the one in kept
+// (absent from either: 0), sorted.
+func (v *BucketVersions) Changed(kept map[string]int64) []string {
+	var out []string
+	for b, n := range v.Sums {
+		if kept[b] != n {
+			out = append(out, b)
 		}
-		fn(id)
-		return nil
-	})
+	}
+	for b, n := range kept {
+		if _, ok := v.Sums[b]; !ok && n != 0 {
+			out = append(out, b)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
-// evict drops the objects of leases that are gone: any lease an admin
-// listing did not list, or, after a member's, any lease of the member's
-// project it did not list.
-func (s *Service) evict(c Caller, listed []*leaseFrag) {
-	fc := &s.frags
-	fc.mu.Lock()
-	defer fc.mu.Unlock()
-	if c.Admin && len(fc.m) <= len(listed) {
-		return // every kept object is a listed lease
-	}
-	seen := make(map[string]bool, len(listed))
-	for _, f := range listed {
-		seen[f.id] = true
-	}
-	for id, f := range fc.m {
-		if !seen[id] && (c.Admin || f.project == c.ProjectID) {
-			delete(fc.m, id)
+// BucketWhere is the condition "col is in the range of one of buckets"
+// (pkg/db BucketRange) and its arguments. The ranges also hold ids of
+// other buckets: the reader keeps those of buckets.
+func BucketWhere(col string, buckets []string) (string, []any) {
+	var w strings.Builder
+	args := make([]any, 0, 2*len(buckets))
+	for i, b := range buckets {
+		if i > 0 {
+			w.WriteString(" OR ")
 		}
+		lo, hi := db.BucketRange(b)
+		args = append(args, lo)
+		if hi == "" {
+			w.WriteString(col + " >= ?")
+			continue
+		}
+		w.WriteString("(" + col + " >= ? AND " + col + " < ?)")
+		args = append(args, hi)
 	}
+	return "(" + w.String() + ")", args
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
 	"github.com/leasehold/leasehold/pkg/compute/standalone"
+	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/db/dbtest"
 )
 
@@ -64,10 +65,52 @@ func freshAllocations(t interface {
 	return string(b)
 }
 
+// cloneLease copies lease from's rows (the lease, its host reservation
+// with its host allocation) under the id to, as another program writing
+// raw SQL would: the property's ids share a bucket (pkg/db LeaseBucket)
+// with others, differ from them only in case, or were deleted before.
+func cloneLease(d *db.DB, from, to string) error {
+	var old []string
+	if err := d.Raw("SELECT id FROM reservations WHERE lease_id = ? AND resource_type = 'physical:host'", from).Scan(&old).Error; err != nil {
+		return err
+	}
+	stmts := []struct {
+		sql  string
+		args []any
+	}{{`INSERT INTO leases (id, name, user_id, project_id, start_date, end_date, trust_id, status, degraded, created_at, updated_at, lease_type, timeout, tags)
+ SELECT ?, name, user_id, project_id, start_date, end_date, trust_id, status, degraded, created_at, updated_at, lease_type, timeout, tags FROM leases WHERE id = ?`,
+		[]any{to, from}}}
+	if len(old) > 0 {
+		res, hr := "r-"+to, "h-"+to
+		stmts = append(stmts, []struct {
+			sql  string
+			args []any
+		}{
+			{`INSERT INTO reservations (id, lease_id, resource_id, resource_type, status, missing_resources, resources_changed, created_at, updated_at)
+ SELECT ?, ?, ?, resource_type, status, missing_resources, resources_changed, created_at, updated_at FROM reservations WHERE id = ?`, []any{res, to, hr, old[0]}},
+			{`INSERT INTO computehost_reservations (id, reservation_id, aggregate_id, count_range, hypervisor_properties, resource_properties, before_end, created_at, updated_at)
+ SELECT ?, ?, aggregate_id, count_range, hypervisor_properties, resource_properties, before_end, created_at, updated_at FROM computehost_reservations WHERE reservation_id = ?`,
+				[]any{hr, res, old[0]}},
+			{`INSERT INTO computehost_allocations (id, reservation_id, compute_host_id, start_date, end_date, created_at)
+ SELECT ?, ?, compute_host_id, start_date, end_date, created_at FROM computehost_allocations WHERE reservation_id = ? LIMIT 1`,
+				[]any{"a-" + to, res, old[0]}},
+		}...)
+	}
+	for _, st := range stmts {
+		if err := d.Exec(st.sql, st.args...).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // TestListingPropertyAfterWrites: after any sequence of writes — leases
 // created, updated, deleted and their events run through the service of
-// process A or B, rows of a lease's body written by raw SQL in B, the
-// clock moved, the change log compacted — A's listing (kept lease objects, the cached body) is
+// process A or B, rows of a lease's body written by raw SQL in B, leases
+// copied by raw SQL under ids sharing a bucket with others, differing
+// from them only in case or deleted before, a lease deleted and another
+// created in its bucket at once, the clock moved, the change log
+// compacted — A's listing (kept lease objects, the cached body) is
 // byte for byte a fresh uncached render, for the admin and for members,
 // and so is A's allocation listing.
 func TestListingPropertyAfterWrites(t *testing.T) {
@@ -90,6 +133,7 @@ func TestListingPropertyAfterWrites(t *testing.T) {
 			admin := leases.Caller{UserID: "a", ProjectID: "admin", Admin: true}
 			callers := []leases.Caller{admin, owner, {UserID: "u2", ProjectID: "p2"}}
 			day := 0
+			var deleted []string
 			rapid.Check(t, func(rt *rapid.T) {
 				var ids []string
 				if err := dbB.Raw("SELECT id FROM leases ORDER BY id").Scan(&ids).Error; err != nil {
@@ -101,7 +145,7 @@ func TestListingPropertyAfterWrites(t *testing.T) {
 				if caller.Admin {
 					caller = owner // the admin lists, members write
 				}
-				op := rapid.IntRange(0, 8).Draw(rt, "op")
+				op := rapid.IntRange(0, 12).Draw(rt, "op")
 				if len(ids) == 0 {
 					op = 0
 				}
@@ -119,7 +163,10 @@ func TestListingPropertyAfterWrites(t *testing.T) {
 				case 2: // rename
 					_, err = svc.Update(ctx, admin, pick(), leasestest.Upd(map[string]any{"name": rapid.StringMatching(`[a-z<&"]{1,8}`).Draw(rt, "name")}))
 				case 3:
-					err = svc.Delete(ctx, admin, pick())
+					id := pick()
+					if err = svc.Delete(ctx, admin, id); err == nil {
+						deleted = append(deleted, id)
+					}
 				case 4: // run a lease's first undone event, as the event manager does
 					var evs []models.Event
 					if err = dbB.Where("lease_id = ? AND status = ?", pick(), leases.EventUndone).Order("time").Limit(1).Find(&evs).Error; err == nil && len(evs) == 1 {
@@ -149,6 +196,42 @@ func TestListingPropertyAfterWrites(t *testing.T) {
 					clock.Add(time.Duration(rapid.IntRange(1, 48).Draw(rt, "hours")) * time.Hour)
 				case 8: // B folds the change log (same versions, fewer rows)
 					_, err = dbB.CompactLeaseChanges(ctx)
+				case 9, 10, 11, 12:
+					src := pick()
+					bucket := db.LeaseBucket(src)
+					switch op {
+					case 10: // a bucket differing only in case
+						bucket = strings.ToUpper(bucket)
+						if bucket == db.LeaseBucket(src) {
+							bucket = "X" + bucket[1:]
+						}
+					case 11: // a lease deleted, another created in its bucket
+						if err := svc.Delete(ctx, admin, src); err != nil {
+							rt.Logf("op %d: %v", op, err)
+						} else {
+							deleted = append(deleted, src)
+						}
+						if len(ids) == 1 {
+							break
+						}
+						bucket, src = db.LeaseBucket(src), rapid.SampledFrom(ids).Filter(func(id string) bool { return id != src }).Draw(rt, "source")
+					}
+					to := bucket + rapid.StringMatching(`[0-9a-fA-F]{1,8}`).Draw(rt, "suffix")
+					if op == 12 { // an id deleted before, created again
+						if len(deleted) == 0 {
+							break
+						}
+						to = rapid.SampledFrom(deleted).Draw(rt, "deleted")
+					}
+					var n int64
+					if err := dbB.Raw("SELECT COUNT(*) FROM leases WHERE id = ?", to).Scan(&n).Error; err != nil {
+						rt.Fatal(err)
+					}
+					if n == 0 && (op != 11 || len(ids) > 1) {
+						if err := cloneLease(dbB, src, to); err != nil {
+							rt.Fatalf("op %d: copying %s to %s: %v", op, src, to, err)
+						}
+					}
 				}
 				if err != nil {
 					rt.Logf("op %d: %v", op, err) // refused writes (conflicts, 409s) are writes too
@@ -175,8 +258,8 @@ func TestListingPropertyAfterWrites(t *testing.T) {
 }
 
 // TestListingRendersOnlyWritten: after a write the listing renders again
-// only the leases the write touched, whoever wrote them; the rest are
-// the objects kept from before.
+// only the leases of the buckets the write touched, whoever wrote them;
+// the rest are the objects kept from before.
 func TestListingRendersOnlyWritten(t *testing.T) {
 	for _, dialect := range dbtest.Dialects() {
 		t.Run(string(dialect), func(t *testing.T) {
@@ -207,12 +290,24 @@ func TestListingRendersOnlyWritten(t *testing.T) {
 					t.Errorf("%s: %d lease objects rendered, want %d", step, n, rendered)
 				}
 			}
+			// A write renders again the leases of the written lease's
+			// bucket (random ids: mostly that lease alone).
+			gone := map[string]bool{}
+			inBucket := func(id string) int64 {
+				n := int64(0)
+				for _, l := range ls {
+					if !gone[l.ID] && db.LeaseBucket(l.ID) == db.LeaseBucket(id) {
+						n++
+					}
+				}
+				return n
+			}
 			check("first listing", 12)
 			check("nothing written", 0)
 			if _, err := a.Update(ctx, owner, ls[3].ID, leasestest.Upd(map[string]any{"name": "renamed"})); err != nil {
 				t.Fatal(err)
 			}
-			check("a lease renamed", 1)
+			check("a lease renamed", inBucket(ls[3].ID))
 			steps := []struct{ name, sql string }{
 				{"another process's SQL on an event", "UPDATE events SET status = 'ERROR' WHERE lease_id = ? AND event_type = 'start_lease'"},
 				{"on a host reservation", "UPDATE computehost_reservations SET before_end = 'snapshot' WHERE reservation_id IN (SELECT id FROM reservations WHERE lease_id = ?)"},
@@ -223,12 +318,13 @@ func TestListingRendersOnlyWritten(t *testing.T) {
 				if err := dbB.Exec(s.sql, ls[5+i].ID).Error; err != nil {
 					t.Fatal(err)
 				}
-				check(s.name, 1)
+				check(s.name, inBucket(ls[5+i].ID))
 			}
 			if err := dbB.Exec("DELETE FROM leases WHERE id = ?", ls[0].ID).Error; err != nil {
 				t.Fatal(err)
 			}
-			check("a lease deleted", 0)
+			gone[ls[0].ID] = true
+			check("a lease deleted", inBucket(ls[0].ID))
 		})
 	}
 }
@@ -253,10 +349,10 @@ func TestListingCompactsTheLog(t *testing.T) {
 			}
 			// Another process's writes to one lease, 1,500 of them.
 			for range 3 {
-				q := "INSERT INTO lease_changes (lease_id, n) VALUES " + strings.Repeat(",(?, 1)", 500)[1:]
+				q := "INSERT INTO lease_changes (bucket, n) VALUES " + strings.Repeat(",(?, 1)", 500)[1:]
 				args := make([]any, 500)
 				for i := range args {
-					args[i] = ids[1]
+					args[i] = db.LeaseBucket(ids[1])
 				}
 				if err := dbB.Exec(q, args...).Error; err != nil {
 					t.Fatal(err)
@@ -278,8 +374,12 @@ func TestListingCompactsTheLog(t *testing.T) {
 			if err := dbB.Raw("SELECT COUNT(*) FROM lease_changes").Scan(&rows).Error; err != nil {
 				t.Fatal(err)
 			}
-			if rows != int64(len(ids)) {
-				t.Errorf("%d lease_changes rows after compaction, want one per lease (%d)", rows, len(ids))
+			buckets := map[string]bool{}
+			for _, id := range ids {
+				buckets[db.LeaseBucket(id)] = true
+			}
+			if rows != int64(len(buckets)) {
+				t.Errorf("%d lease_changes rows after compaction, want one per bucket (%d)", rows, len(buckets))
 			}
 			rendered := leases.RenderedLeases(a)
 			for _, c := range []leases.Caller{admin, owner} {
@@ -293,6 +393,89 @@ func TestListingCompactsTheLog(t *testing.T) {
 			}
 			if n := leases.RenderedLeases(a) - rendered; n != 0 {
 				t.Errorf("%d lease objects rendered again after compaction, want 0", n)
+			}
+		})
+	}
+}
+
+// TestListingBuckets: the listings stay a fresh render through the cases
+// a bucket of lease ids (pkg/db LeaseBucket) has to get right, each
+// between two listings: leases added to a bucket others are in, to a
+// bucket differing from another only in case, a lease deleted and
+// another created in its bucket, a deleted id created again.
+func TestListingBuckets(t *testing.T) {
+	for _, dialect := range dbtest.Dialects() {
+		t.Run(string(dialect), func(t *testing.T) {
+			ctx := context.Background()
+			da, dbB := openTwice(t, dialect)
+			clock := leasestest.NewClock(t0)
+			a, _ := leasestest.New(da, leasestest.NewHosts(4, nil), clock, leasestest.Options{MinutesBeforeEndLease: 60})
+			ha := hosts.New(da, standalone.New(nil))
+			ha.SetClock(clock.Now)
+			for i := range 4 {
+				if _, err := ha.Create(ctx, map[string]any{"name": fmt.Sprint("compute-", i+1)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			admin := leases.Caller{UserID: "a", ProjectID: "admin", Admin: true}
+			var src []string
+			for i := range 2 {
+				start := t0.Add(time.Duration(i+1) * 24 * time.Hour).Format("2006-01-02 15:04")
+				end := t0.Add(time.Duration(i+1)*24*time.Hour + time.Hour).Format("2006-01-02 15:04")
+				src = append(src, create(t, a, owner, fmt.Sprint("l", i), start, end, leasestest.HostReservation(1, 1, "", "")).ID)
+			}
+			check := func(step string) {
+				t.Helper()
+				for _, c := range []leases.Caller{admin, owner} {
+					got, err := a.ListJSON(ctx, c)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if diff := cmp.Diff(fresh(t, a, c), string(got)); diff != "" {
+						t.Errorf("%s, %s: listing differs from a fresh render (-want +got):\n%s", step, c.ProjectID, diff)
+					}
+				}
+				got, err := ha.AllocationsJSON(ctx, hosts.AllocationFilter{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(freshAllocations(t, ha), string(got)); diff != "" {
+					t.Errorf("%s: allocation listing differs from a fresh render (-want +got):\n%s", step, diff)
+				}
+			}
+			clone := func(from, to string) {
+				t.Helper()
+				if err := cloneLease(dbB, from, to); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check("first listing")
+			for _, step := range []struct {
+				name  string
+				write func()
+			}{
+				{"leases sharing a bucket", func() { clone(src[0], "ab1"); clone(src[1], "ab2") }},
+				{"a bucket differing only in case", func() { clone(src[0], "AB1"); clone(src[1], "aB1") }},
+				{"a lease deleted, another created in its bucket", func() {
+					if err := a.Delete(ctx, admin, "ab1"); err != nil {
+						t.Fatal(err)
+					}
+					clone(src[1], "ab3")
+				}},
+				{"a deleted id created again", func() {
+					if err := a.Delete(ctx, admin, "AB1"); err != nil {
+						t.Fatal(err)
+					}
+					check("a lease deleted")
+					if _, err := dbB.CompactLeaseChanges(ctx); err != nil {
+						t.Fatal(err)
+					}
+					clone(src[1], "AB1")
+				}},
+				{"a one-character id, a prefix of a bucket", func() { clone(src[0], "a") }},
+			} {
+				step.write()
+				check(step.name)
 			}
 		})
 	}
