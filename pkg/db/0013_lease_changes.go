@@ -107,7 +107,7 @@ func listingTriggers(name string) (ddl, names []string) {
 			// whose reservation is gone).
 			trigger := "lh_changes_" + t.table + "_" + op.name
 			names = append(names, trigger)
-			ddl = append(ddl, "CREATE TRIGGER "+trigger+" AFTER "+op.event+" ON "+t.table+" FOR EACH ROW BEGIN"+
+			ddl = append(ddl, "CREATE TRIGGER IF NOT EXISTS "+trigger+" AFTER "+op.event+" ON "+t.table+" FOR EACH ROW BEGIN"+
 				" INSERT INTO "+LeaseChangesTable+" (bucket, n) SELECT "+bucket+", "+n+" FROM ("+strings.Join(owners, " UNION ")+") x"+
 				" WHERE x.o IS NOT NULL; END")
 		}
@@ -138,11 +138,14 @@ func init() {
 					return err
 				}
 			}
+			// IF NOT EXISTS, never drop and create again: a run cut short
+			// finds its triggers as it made them, and on Galera a
+			// replica that migrates beside another (reading the
+			// migrations table before the other's rows reached its node)
+			// must not drop a trigger the other's replicated DDL is
+			// making.
 			ddl, names := listingTriggers(tx.Dialector.Name())
 			for i, stmt := range ddl {
-				if err := tx.Exec("DROP TRIGGER IF EXISTS " + names[i]).Error; err != nil {
-					return err
-				}
 				if err := tx.Exec(stmt).Error; err != nil {
 					return fmt.Errorf("trigger %s: %w", names[i], err)
 				}
