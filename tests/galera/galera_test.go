@@ -81,10 +81,26 @@ func TestGalera(t *testing.T) {
 	// The first process migrates the schema; the second starts on it
 	// once node 1 has applied the migration (it would otherwise see a
 	// schema half made and try to make it again).
+	// Reads on node 1 may lag its apply queue (wsrep_sync_wait is 0), so
+	// it is asked, for a bounded time, until it shows every migration
+	// node 0 recorded.
 	r.servers[0] = proc.Start(t, "leasehold-0", proc.Options{Database: nodeURLs[0], Env: serverEnv})
-	var migrations int
-	if err := r.nodes[1].QueryRow("SELECT COUNT(*) FROM `" + name + "`.leasehold_migrations").Scan(&migrations); err != nil || migrations == 0 {
-		t.Fatalf("node 1 after the migration: %d migrations, %v", migrations, err)
+	count := func(n int) (c int, err error) {
+		err = r.nodes[n].QueryRow("SELECT COUNT(*) FROM `" + name + "`.leasehold_migrations").Scan(&c)
+		return c, err
+	}
+	want, err := count(0)
+	if err != nil || want == 0 {
+		t.Fatalf("node 0 after the migration: %d migrations, %v", want, err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		got, err := count(1)
+		if err == nil && got == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node 1 after the migration: %d of %d migrations, %v", got, want, err)
+		}
 	}
 	r.servers[1] = proc.Start(t, "leasehold-1", proc.Options{Database: nodeURLs[1], Env: serverEnv})
 	before := r.wsrepCounters(t)
