@@ -27,7 +27,12 @@ func newReclaimEnv(t testing.TB, d *db.DB, n int) *ownEnv {
 	e := newEnvHost(t, d, n, nil, instance.Config{Ownership: hook}, hostplugin.Config{Ownership: hook})
 	o := ownership.New(d, e.hosts, e.clock.Now)
 	hook.svc = o
-	oe := &ownEnv{env: e, own: o}
+	return &ownEnv{env: e, own: o}
+}
+
+// setReclaimPlan stores newReclaimEnv's plan.
+func (oe *ownEnv) setReclaimPlan(t testing.TB) {
+	t.Helper()
 	oe.setPlan(t, 0, ownership.Plan{
 		Consumers: []ownership.Consumer{{ID: "dom", Rank: 1}, {ID: "a", ParentID: "dom", Rank: 1, ProjectID: "p1"},
 			{ID: "b", ParentID: "dom", Rank: 2, ProjectID: "p2"}},
@@ -35,7 +40,6 @@ func newReclaimEnv(t testing.TB, d *db.DB, n int) *ownEnv {
 		Entries: []ownership.Entry{{Consumer: "dom", Group: "g1", Amount: 1},
 			{Consumer: "a", Group: "g1", Amount: 1, Lend: true, LendGraceSeconds: 3600}},
 	})
-	return oe
 }
 
 // entry is a reservation's one ownership entry.
@@ -56,6 +60,7 @@ func entry(t testing.TB, r map[string]any) hostplugin.PoolEntry {
 func TestReclaimShortensAnInstanceLease(t *testing.T) {
 	each(t, func(t *testing.T, d *db.DB) {
 		e := newReclaimEnv(t, d, 1)
+		e.setReclaimPlan(t)
 		ctx := context.Background()
 		pa, pb := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p2", ProjectID: "p2"}
 		borrower, err := e.svc.Create(ctx, pb, leasestest.Request("b", "2030-01-01 10:05", "2030-01-03 00:00", instanceRes(2, 2, 4096, 10, nil)))
@@ -164,6 +169,7 @@ func TestReclaimShortensAnInstanceLease(t *testing.T) {
 func TestReclaimLeavesInstanceLeasesItCannotCut(t *testing.T) {
 	each(t, func(t *testing.T, d *db.DB) {
 		e := newReclaimEnv(t, d, 1)
+		e.setReclaimPlan(t)
 		ctx := context.Background()
 		pa, pb := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p2", ProjectID: "p2"}
 		later, err := e.svc.Create(ctx, pb, leasestest.Request("b", "2030-01-01 13:00", "2030-01-02 00:00", instanceRes(1, 2, 4096, 10, nil)))
@@ -193,6 +199,7 @@ func TestReclaimLeavesInstanceLeasesItCannotCut(t *testing.T) {
 func TestReclaimShortensAMixedLease(t *testing.T) {
 	each(t, func(t *testing.T, d *db.DB) {
 		e := newReclaimEnv(t, d, 2)
+		e.setReclaimPlan(t)
 		ctx := context.Background()
 		pa, pb := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p2", ProjectID: "p2"}
 		mixed, err := e.svc.Create(ctx, pb, leasestest.Request("b", "2030-01-01 10:05", "2030-01-03 00:00",
@@ -226,6 +233,40 @@ func TestReclaimShortensAMixedLease(t *testing.T) {
 		var n int64
 		if err := d.Raw("SELECT COUNT(*) FROM instance_allocations a JOIN reservations r ON r.id = a.reservation_id WHERE r.lease_id = ?", mixed.ID).Scan(&n).Error; err != nil || n != 1 {
 			t.Fatalf("b's slot bookings: %d, %v", n, err)
+		}
+	})
+}
+
+// TestReclaimHandedOverSlots: b's instance lease booked compute-1 before
+// the plan made it a's: a's host request takes it back like a loan,
+// after the grace period of a's entry.
+func TestReclaimHandedOverSlots(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newReclaimEnv(t, d, 1)
+		ctx := context.Background()
+		pa, pb := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p2", ProjectID: "p2"}
+		before, err := e.svc.Create(ctx, pb, leasestest.Request("b", "2030-01-01 10:05", "2030-01-03 00:00", instanceRes(1, 2, 4096, 10, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.setReclaimPlan(t)
+		host := func(start string) (*leases.View, error) {
+			return e.svc.Create(ctx, pa, leasestest.Request("a", start, "2030-01-02 00:00", leasestest.HostReservation(1, 1, "", "")))
+		}
+		if _, err := host("2030-01-01 10:30"); kindOf(err) != errs.NotEnoughResources || !strings.Contains(err.Error(), "starting at 2030-01-01T11:00:00Z or later") {
+			t.Fatalf("reclaim within the grace period: %v", err)
+		}
+		owner, err := host("2030-01-01 11:00")
+		if err != nil {
+			t.Fatalf("reclaim: %v", err)
+		}
+		b, err := e.svc.Get(ctx, pb, before.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &hostplugin.Reclaim{Action: "shortened", At: "2030-01-01T11:00:00.000000", ByLease: owner.ID, OriginalEnd: "2030-01-03T00:00:00.000000", GraceSeconds: 3600}
+		if b.EndDate != want.At || cmp.Diff(want, entry(t, b.Reservations[0]).Reclaim) != "" {
+			t.Fatalf("b's lease ends %s, entry %+v; want the note %+v", b.EndDate, entry(t, b.Reservations[0]), want)
 		}
 	})
 }
