@@ -1,12 +1,59 @@
 package ownership_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	validator "github.com/pb33f/libopenapi-validator"
 )
+
+// doChecked is do, with the exchange checked against val (the request
+// too when it succeeded).
+func doChecked(t *testing.T, ts *httptest.Server, val validator.Validator, token, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	req.Header.Set("X-Auth-Token", token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	vreq, _ := http.NewRequest(method, "http://localhost"+path, strings.NewReader(body))
+	vreq.Header = req.Header.Clone()
+	resp.Body = io.NopCloser(bytes.NewReader(raw))
+	resp.Request = vreq
+	var ok bool
+	var errs []error
+	if resp.StatusCode < 300 {
+		v, es := val.ValidateHttpRequestResponse(vreq, resp)
+		ok = v
+		for _, e := range es {
+			errs = append(errs, e)
+		}
+	} else {
+		v, es := val.ValidateHttpResponse(vreq, resp)
+		ok = v
+		for _, e := range es {
+			errs = append(errs, e)
+		}
+	}
+	if !ok {
+		t.Errorf("%s %s → %d does not match blazar-v1.yaml: %v\nanswer: %s", method, path, resp.StatusCode, errs, raw)
+	}
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return resp.StatusCode, out
+}
 
 // TestReclaimFromInstanceLease: two projects under one parent over HTTP.
 // a (PA) owns the one host c1 and lends it with a grace period of an
@@ -31,7 +78,7 @@ func TestReclaimFromInstanceLease(t *testing.T) {
 	}
 	now := time.Now().UTC()
 	fmtDate := func(t time.Time) string { return t.Format("2006-01-02 15:04") }
-	status, body := do(t, ts, "u:PB", "POST", "/v1/leases", fmt.Sprintf(`{"name": "pb", "start_date": %q, "end_date": %q, "events": [],
+	status, body := doChecked(t, ts, val, "u:PB", "POST", "/v1/leases", fmt.Sprintf(`{"name": "pb", "start_date": %q, "end_date": %q, "events": [],
  "reservations": [{"resource_type": "virtual:instance", "amount": 2, "vcpus": 2, "memory_mb": 4096, "disk_gb": 10,
                    "affinity": null, "resource_properties": ""}]}`, fmtDate(now.Add(2*time.Minute)), fmtDate(now.Add(24*time.Hour))))
 	if status != 201 {
@@ -42,7 +89,7 @@ func TestReclaimFromInstanceLease(t *testing.T) {
 		t.Fatalf("PB's pools = %s", got)
 	}
 	// Within the grace period: refused, and told from when.
-	status, body = do(t, ts, "u:PA", "POST", "/v1/leases", leaseBody("pa-soon", fmtDate(now.Add(10*time.Minute)), fmtDate(now.Add(30*time.Hour)), 1))
+	status, body = doChecked(t, ts, val, "u:PA", "POST", "/v1/leases", leaseBody("pa-soon", fmtDate(now.Add(10*time.Minute)), fmtDate(now.Add(30*time.Hour)), 1))
 	if status != 409 || body["error_name"] == nil || !strings.Contains(fmt.Sprint(body["error_message"]), "can be reclaimed, after their lending grace period, for a lease starting at") {
 		t.Fatalf("reclaim within the grace period: %d %v", status, body)
 	}
@@ -51,7 +98,7 @@ func TestReclaimFromInstanceLease(t *testing.T) {
 	}
 	// In two hours: a reclaims its host, PB's lease ends then.
 	at := now.Add(2 * time.Hour)
-	status, body = do(t, ts, "u:PA", "POST", "/v1/leases", leaseBody("pa-later", fmtDate(at), fmtDate(now.Add(30*time.Hour)), 1))
+	status, body = doChecked(t, ts, val, "u:PA", "POST", "/v1/leases", leaseBody("pa-later", fmtDate(at), fmtDate(now.Add(30*time.Hour)), 1))
 	if status != 201 {
 		t.Fatalf("reclaim: %d %v", status, body)
 	}
@@ -81,7 +128,7 @@ func TestReclaimFromInstanceLease(t *testing.T) {
 		t.Fatalf("PA's reclaim note = %v", r)
 	}
 	// The listing (its own JSON writer) shows the borrower's note too.
-	status, body = do(t, ts, "u:PB", "GET", "/v1/leases", "")
+	status, body = doChecked(t, ts, val, "u:PB", "GET", "/v1/leases", "")
 	if status != 200 {
 		t.Fatalf("listing: %d %v", status, body)
 	}
