@@ -228,6 +228,17 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		WholeReservePercent: bc.VirtualInstance.WholeHostReservePercent,
 		Sizes:               policySizes(bc.VirtualInstance.Sizes),
 	})
+	// flavor:instance needs the compute service's flavors.
+	var flavorPlugin *instance.FlavorPlugin
+	if lookup, ok := any(drv).(instance.FlavorLookup); ok {
+		flavorPlugin = instance.NewFlavor(inst, lookup)
+	}
+	// An owner's reclaim shortens borrower leases of instance
+	// reservations through the instance plugins' own updates.
+	shorteners := []plugins.Plugin{inst}
+	if flavorPlugin != nil {
+		shorteners = append(shorteners, flavorPlugin)
+	}
 	hostPlugin := hostplugin.New(s.Hosts, d.DB, hostplugin.Config{
 		Cleaning:         time.Duration(bc.HostCleaningMinutes()) * time.Minute,
 		DefaultBeforeEnd: bc.PhysicalHost.BeforeEnd,
@@ -238,6 +249,7 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		Driver:           drv.Name(),
 		Compute:          computeView,
 		Ownership:        s.Ownership,
+		Shorteners:       shorteners,
 	}, nil)
 	s.hostPlugin = hostPlugin
 	types := []plugins.Plugin{
@@ -245,9 +257,8 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		floatingip.New(s.Hosts),
 		inst,
 	}
-	// flavor:instance needs the compute service's flavors.
-	if lookup, ok := any(drv).(instance.FlavorLookup); ok {
-		types = append(types, instance.NewFlavor(inst, lookup))
+	if flavorPlugin != nil {
+		types = append(types, flavorPlugin)
 	}
 	reg, err := plugins.NewRegistry(types...)
 	if err != nil {

@@ -172,7 +172,9 @@ func ceilMinute(t time.Time) time.Time {
 // moving it when it begins later (allowed at any time), so the windows
 // it forbids are those with s - cleaning in (start, reclaimAfter): for
 // the sweep, the booking [start + d + 2·cleaning, reclaimAfter). A loan
-// begun by now is never moved: busy until reclaimAfter. cutFrom
+// begun by now, or slots of an instance reservation (never moved), stays
+// busy from its start until reclaimAfter (slots: at least a minute after
+// their start, from when they are cut). cutFrom
 // are the starts at which a reclaim of a loan becomes possible
 // (reclaimAfter plus cleaning, and a minute after a loan's start plus
 // cleaning, from when it is cut rather than moved).
@@ -182,7 +184,7 @@ func (p *Plugin) reclaimedBusy(ctx context.Context, project string, o *ownership
 		return nil, nil, nil
 	}
 	c := req.Cleaning
-	bookings, err := reclaimBookings(ctx, p.db, slices.Sorted(maps.Keys(grace)), req.After.Add(-c), searchEnd(req), project, o)
+	bookings, err := p.reclaimBookings(ctx, slices.Sorted(maps.Keys(grace)), req.After.Add(-c), searchEnd(req), project, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -190,10 +192,14 @@ func (p *Plugin) reclaimedBusy(ctx context.Context, project string, o *ownership
 		host       string
 		start, end int64
 	}
+	// The loans a reclaim may take, and whether each stays (slots: cut,
+	// never moved).
 	loan := map[key]bool{}
 	for _, b := range bookings {
 		if b.Borrowed && !b.Fixed {
-			loan[key{b.Host, b.Start.UnixNano(), b.End.UnixNano()}] = true
+			k := key{b.Host, b.Start.UnixNano(), b.End.UnixNano()}
+			stays, seen := loan[k]
+			loan[k] = b.Stays || seen && stays
 		}
 	}
 	busy = make(map[string][]allocator.Interval, len(grace))
@@ -201,7 +207,8 @@ func (p *Plugin) reclaimedBusy(ctx context.Context, project string, o *ownership
 		ivs := p.idx.busyOf(h)
 		kept := ivs[:0]
 		for _, iv := range ivs {
-			if !loan[key{h, iv.Start.UnixNano(), iv.End.UnixNano()}] {
+			stays, ok := loan[key{h, iv.Start.UnixNano(), iv.End.UnixNano()}]
+			if !ok {
 				kept = append(kept, iv)
 				continue
 			}
@@ -211,8 +218,12 @@ func (p *Plugin) reclaimedBusy(ctx context.Context, project string, o *ownership
 			// reclaim time, from a minute after its start.
 			cutFrom = append(cutFrom, to.Add(c), maxTime(to, iv.Start.Add(time.Minute)).Add(c))
 			from := iv.Start.Add(req.Duration + 2*c)
-			if !iv.Start.After(now) {
-				from = iv.Start // begun: cut, never moved
+			if !iv.Start.After(now) || stays {
+				from = iv.Start // begun, or slots: cut, never moved
+			}
+			if stays {
+				// Slots are cut only at a reclaim time after their start.
+				to = maxTime(to, iv.Start.Add(time.Minute))
 			}
 			if from.Before(to) {
 				kept = append(kept, allocator.Interval{Start: from, End: to})

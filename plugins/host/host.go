@@ -112,6 +112,13 @@ type Config struct {
 	// Ownership, when set, restricts and orders a project's hosts by the
 	// ownership policy's pools; nil: ownership is off.
 	Ownership Ownership
+	// Shorteners are the plugins of the other reservation types whose
+	// reservations an owner's reclaim may shorten (virtual:instance,
+	// flavor:instance): a borrower lease holding only hosts and such
+	// reservations is cut to the reclaim time, each of these through its
+	// own Update as a lease update of the end date would; a lease holding
+	// any other type is left alone. Their bookings are cut, never moved.
+	Shorteners []plugins.Plugin
 }
 
 // Plugin implements plugins.Plugin for physical:host.

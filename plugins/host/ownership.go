@@ -340,8 +340,9 @@ func dropPools(ctx context.Context, tx *plugins.Tx, resID string, keep []string)
 	return q.Delete(&models.OwnershipPool{}).Error
 }
 
-// poolEntry is a stored row as the API shows it.
-func poolEntry(host, pool, consumer, lentBy string, reclaim *string) PoolEntry {
+// PoolEntryOf is a stored ownership_pools row as the API shows it (reclaim
+// is its note, when a reclaim wrote one).
+func PoolEntryOf(host, pool, consumer, lentBy string, reclaim *string) PoolEntry {
 	e := PoolEntry{HostID: host, Pool: pool, Consumer: consumer, LentBy: lentBy}
 	if reclaim != nil && *reclaim != "" {
 		var r Reclaim
@@ -360,7 +361,7 @@ func describePools(ctx context.Context, g *gorm.DB, ids []string, out map[string
 		return err
 	}
 	for _, r := range rows {
-		addPool(out, r.ReservationID, poolEntry(r.ComputeHostID, r.Pool, r.Consumer, r.LentBy, r.Reclaim))
+		addPool(out, r.ReservationID, PoolEntryOf(r.ComputeHostID, r.Pool, r.Consumer, r.LentBy, r.Reclaim))
 	}
 	return nil
 }
@@ -390,7 +391,7 @@ func describePoolsListed(ctx context.Context, d *sql.DB, project *string, out ma
 		if reclaim.Valid {
 			rc = &reclaim.String
 		}
-		addPool(out, res, poolEntry(host, pool, consumer, lentBy, rc))
+		addPool(out, res, PoolEntryOf(host, pool, consumer, lentBy, rc))
 	}
 	return rows.Err()
 }

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/allocator/ownership"
@@ -25,10 +23,14 @@ import (
 // owner's start less the cleaning time): its end date and end event move
 // there (its before-end event too when it was later), its host bookings
 // end there, and both leases' ownership entries say what happened. A
-// loan that has not begun by the reclaim time is moved instead to another
-// free host its reservation matches, in its project's pools, when there
-// is one (it loses nothing). Borrower leases holding anything but hosts,
-// or not pending or active, are left alone.
+// borrower lease holding instance reservations (slots on the owner's
+// host) is shortened the same way, those reservations through their own
+// plugin (Config.Shorteners). A host loan that has not begun by the
+// reclaim time is moved instead to another free host its reservation
+// matches, in its project's pools, when there is one (it loses nothing);
+// slots are never moved, so a host with slots booked from the reclaim
+// time on is not reclaimed. Borrower leases holding other resources, or
+// not pending or active, are left alone.
 
 // Lease statuses and event rows a reclaim reads and writes (the lease
 // engine's names, pkg/blazar/leases).
@@ -38,6 +40,8 @@ const (
 	eventEnd       = "end_lease"
 	eventBeforeEnd = "before_end_lease"
 	eventUndone    = "UNDONE"
+	resError       = "error"
+	resDeleted     = "deleted"
 )
 
 // cut is one borrower booking a reclaim shortens to At, or, when To is
@@ -59,7 +63,7 @@ func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease
 		return false, "", nil
 	}
 	lo, hi := lease.Start.Add(-p.cfg.Cleaning), lease.End.Add(p.cfg.Cleaning)
-	bookings, err := reclaimBookings(ctx, p.db, slices.Sorted(maps.Keys(grace)), lo, hi, lease.ProjectID, c.order)
+	bookings, err := p.reclaimBookings(ctx, slices.Sorted(maps.Keys(grace)), lo, hi, lease.ProjectID, c.order)
 	if err != nil {
 		return false, "", err
 	}
@@ -175,23 +179,30 @@ func (p *Plugin) chooseReclaiming(c *choice, cutAt map[string]ownership.Candidat
 }
 
 // reclaimBookings reads the bookings of hostIDs overlapping [lo, hi)
-// with what a reclaim needs to know of each: borrowed (by a lease of
-// another project than the owner's, recorded as lent or held outside the
-// host's ownership in o: booked before a recomputation handed the busy
-// host over), and fixed (a lease neither pending nor active, or holding
-// other resources than hosts).
-func reclaimBookings(ctx context.Context, g *gorm.DB, hostIDs []string, lo, hi time.Time, project string, o *ownership.Order) ([]ownership.Booking, error) {
+// (whole hosts, and the hosts of instance reservations' slots) with what
+// a reclaim needs to know of each: borrowed (by a lease of another
+// project than the owner's, recorded as lent or held outside the host's
+// ownership in o: booked before a recomputation handed the busy host
+// over), fixed (a lease neither pending nor active, or holding a
+// reservation no reclaim shortens: of a type other than hosts and the
+// shorteners', or one of theirs in error), and staying (slots, which a
+// reclaim cuts but never moves).
+func (p *Plugin) reclaimBookings(ctx context.Context, hostIDs []string, lo, hi time.Time, project string, o *ownership.Order) ([]ownership.Booking, error) {
 	var rows []struct {
-		ComputeHostID, ReservationID, LeaseID, ProjectID, Status string
-		StartDate, EndDate                                       time.Time
-		LentBy                                                   *string
-		Others                                                   int
+		ComputeHostID, ReservationID, LeaseID, ProjectID, Status, ResourceType string
+		StartDate, EndDate                                                     time.Time
+		LentBy                                                                 *string
+		Others                                                                 int
 	}
-	err := g.WithContext(ctx).Raw(`SELECT a.compute_host_id, a.reservation_id, r.lease_id, l.project_id, l.status, a.start_date, a.end_date, o.lent_by,
- (SELECT COUNT(*) FROM reservations x WHERE x.lease_id = r.lease_id AND x.resource_type <> ?) AS others
+	types := []string{ResourceType}
+	for _, pl := range p.cfg.Shorteners {
+		types = append(types, pl.ResourceType())
+	}
+	err := p.db.WithContext(ctx).Raw(`SELECT a.compute_host_id, a.reservation_id, r.lease_id, l.project_id, l.status, r.resource_type, a.start_date, a.end_date, o.lent_by,
+ (SELECT COUNT(*) FROM reservations x WHERE x.lease_id = r.lease_id AND (x.resource_type NOT IN ? OR x.resource_type <> ? AND x.status = ?)) AS others
  FROM computehost_allocations a JOIN reservations r ON r.id = a.reservation_id JOIN leases l ON l.id = r.lease_id
  LEFT JOIN ownership_pools o ON o.reservation_id = a.reservation_id AND o.compute_host_id = a.compute_host_id
- WHERE a.compute_host_id IN ? AND a.end_date > ? AND a.start_date < ?`, ResourceType, hostIDs, lo, hi).Scan(&rows).Error
+ WHERE a.compute_host_id IN ? AND a.end_date > ? AND a.start_date < ?`, types, ResourceType, resError, hostIDs, lo, hi).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("read the bookings of lent hosts: %w", err)
 	}
@@ -200,9 +211,36 @@ func reclaimBookings(ctx context.Context, g *gorm.DB, hostIDs []string, lo, hi t
 		out[i] = ownership.Booking{Host: r.ComputeHostID, Lease: r.LeaseID, Reservation: r.ReservationID, Project: r.ProjectID,
 			Start: r.StartDate.UTC(), End: r.EndDate.UTC(),
 			Borrowed: r.ProjectID != project && (r.LentBy != nil && *r.LentBy != "" || o.HeldOutside(r.ComputeHostID, r.ProjectID)),
-			Fixed:    (r.Status != leasePending && r.Status != leaseActive) || r.Others > 0}
+			Fixed:    (r.Status != leasePending && r.Status != leaseActive) || r.Others > 0,
+			Stays:    r.ResourceType != ResourceType}
 	}
 	return out, nil
+}
+
+// shortenOthers shortens, in tx, lease l's reservations of the
+// shorteners' types to end at at, each through its plugin's own Update
+// (a lease update of the end date to at, as the lease engine calls it).
+func (p *Plugin) shortenOthers(ctx context.Context, tx *plugins.Tx, l *models.Lease, at time.Time) error {
+	var ress []models.Reservation
+	if err := tx.WithContext(ctx).Where("lease_id = ? AND resource_type <> ? AND status <> ?", l.ID, ResourceType, resDeleted).
+		Order("created_at, id").Find(&ress).Error; err != nil {
+		return err
+	}
+	old := plugins.Lease{ID: l.ID, ProjectID: l.ProjectID, UserID: l.UserID, Start: l.StartDate.UTC(), End: l.EndDate.UTC(), Status: l.Status, Admin: true}
+	nl := old
+	nl.End = at
+	for i := range ress {
+		r := &ress[i]
+		k := slices.IndexFunc(p.cfg.Shorteners, func(pl plugins.Plugin) bool { return pl.ResourceType() == r.ResourceType })
+		if k < 0 {
+			// reclaimBookings made such a lease fixed: it changed since.
+			return plugins.ErrRetry
+		}
+		if err := p.cfg.Shorteners[k].Update(ctx, tx, old, nl, r, plugins.Values{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // applyCuts shortens, in tx, the borrower leases of cuts to their
@@ -269,6 +307,9 @@ func (p *Plugin) applyCuts(ctx context.Context, tx *plugins.Tx, ownerLease strin
 			return nil, err
 		}
 		touched = append(touched, held...)
+		if err := p.shortenOthers(ctx, tx, &l, at); err != nil {
+			return nil, err
+		}
 		if err := g.Model(&models.Lease{}).Where("id = ?", id).Updates(map[string]any{"end_date": at, "updated_at": tx.Now}).Error; err != nil {
 			return nil, err
 		}

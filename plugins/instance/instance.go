@@ -33,7 +33,11 @@
 // whole hosts as the host plugin takes them, and of a partly owned host
 // one part, at most its share of the host less that part's bookings.
 // Each host's source is recorded in ownership_pools and shown as the
-// reservation's "ownership" entries.
+// reservation's "ownership" entries. An owner's physical:host request
+// that reclaims a host holding such slots shortens their lease through
+// this plugin's Update (the host plugin's Config.Shorteners), as a lease
+// update of its end date would; the slots are never moved, and an
+// owner's instance request does not reclaim.
 //
 // # Storage
 //

@@ -76,6 +76,14 @@ var specFlavors = map[string]map[string]string{
 
 func newEnvWith(t testing.TB, d *db.DB, nHosts int, host func(i int) map[string]any, cfg instance.Config) *env {
 	t.Helper()
+	return newEnvHost(t, d, nHosts, host, cfg, hostplugin.Config{})
+}
+
+// newEnvHost is newEnvWith with the host plugin's configuration hc;
+// with an ownership hook, its reclaims shorten instance reservations
+// (the server's wiring).
+func newEnvHost(t testing.TB, d *db.DB, nHosts int, host func(i int) map[string]any, cfg instance.Config, hc hostplugin.Config) *env {
+	t.Helper()
 	clock := leasestest.NewClock(t0)
 	hs := hosts.New(d, standalone.New(nil))
 	hs.SetClock(clock.Now)
@@ -93,10 +101,12 @@ func newEnvWith(t testing.TB, d *db.DB, nHosts int, host func(i int) map[string]
 	}
 	cfg.CheckHosts = hosts.ReservableTx
 	inst := instance.New(hs, cfg)
-	reg, err := plugins.NewRegistry(
-		hostplugin.New(hs, d.DB, hostplugin.Config{CheckHosts: hosts.ReservableTx}, clock.Now),
-		inst, instance.NewFlavor(inst, flavors{}),
-	)
+	fl := instance.NewFlavor(inst, flavors{})
+	hc.CheckHosts = hosts.ReservableTx
+	if hc.Ownership != nil {
+		hc.Shorteners = []plugins.Plugin{inst, fl}
+	}
+	reg, err := plugins.NewRegistry(hostplugin.New(hs, d.DB, hc, clock.Now), inst, fl)
 	if err != nil {
 		t.Fatal(err)
 	}

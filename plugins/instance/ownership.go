@@ -310,22 +310,24 @@ func dropPools(tx *plugins.Tx, resID string, keep []string) error {
 	return err
 }
 
-// describePools adds the "ownership" list (host, pool, consumer, lender)
-// to the reservations of out that have pool records: those made while a
-// plan was defined. The others keep upstream's body.
+// describePools adds the "ownership" list (host, pool, consumer, lender,
+// and what a reclaim did) to the reservations of out that have pool
+// records: those made while a plan was defined. The others keep
+// upstream's body.
 func describePools(ctx context.Context, g *gorm.DB, ids []string, out map[string]map[string]any) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	var rows []struct {
 		ReservationID, ComputeHostID, Pool, Consumer, LentBy string
+		Reclaim                                              *string
 	}
-	if err := g.WithContext(ctx).Raw("SELECT reservation_id, compute_host_id, pool, consumer, lent_by FROM ownership_pools WHERE reservation_id IN ? ORDER BY reservation_id, compute_host_id", ids).
+	if err := g.WithContext(ctx).Raw("SELECT reservation_id, compute_host_id, pool, consumer, lent_by, reclaim FROM ownership_pools WHERE reservation_id IN ? ORDER BY reservation_id, compute_host_id", ids).
 		Scan(&rows).Error; err != nil {
 		return err
 	}
 	for _, r := range rows {
-		addPool(out, r.ReservationID, host.PoolEntry{HostID: r.ComputeHostID, Pool: r.Pool, Consumer: r.Consumer, LentBy: r.LentBy})
+		addPool(out, r.ReservationID, host.PoolEntryOf(r.ComputeHostID, r.Pool, r.Consumer, r.LentBy, r.Reclaim))
 	}
 	return nil
 }
@@ -333,7 +335,7 @@ func describePools(ctx context.Context, g *gorm.DB, ids []string, out map[string
 // describePoolsListed is describePools for a listing (every lease of
 // project, every project when nil), in one query.
 func describePoolsListed(ctx context.Context, d *sql.DB, project *string, out map[string]map[string]any) error {
-	q := "SELECT o.reservation_id, o.compute_host_id, o.pool, o.consumer, o.lent_by FROM ownership_pools o JOIN instance_reservations i ON i.reservation_id = o.reservation_id"
+	q := "SELECT o.reservation_id, o.compute_host_id, o.pool, o.consumer, o.lent_by, o.reclaim FROM ownership_pools o JOIN instance_reservations i ON i.reservation_id = o.reservation_id"
 	var args []any
 	if project != nil {
 		q += " JOIN leases l ON l.id = o.lease_id WHERE l.project_id = ?"
@@ -346,12 +348,16 @@ func describePoolsListed(ctx context.Context, d *sql.DB, project *string, out ma
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var e host.PoolEntry
-		var res string
-		if err := rows.Scan(&res, &e.HostID, &e.Pool, &e.Consumer, &e.LentBy); err != nil {
+		var res, h, pool, consumer, lentBy string
+		var reclaim sql.NullString
+		if err := rows.Scan(&res, &h, &pool, &consumer, &lentBy, &reclaim); err != nil {
 			return err
 		}
-		addPool(out, res, e)
+		var rc *string
+		if reclaim.Valid {
+			rc = &reclaim.String
+		}
+		addPool(out, res, host.PoolEntryOf(h, pool, consumer, lentBy, rc))
 	}
 	return rows.Err()
 }

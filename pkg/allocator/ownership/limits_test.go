@@ -171,6 +171,12 @@ func TestReclaimable(t *testing.T) {
 	borrowed := func(h, lease string, s, e int) Booking {
 		return Booking{Host: h, Lease: lease, Start: hr(s), End: hr(e), Borrowed: true}
 	}
+	// stays marks a booking that cannot move (an instance reservation's
+	// slots).
+	stays := func(b Booking) Booking {
+		b.Stays = true
+		return b
+	}
 	// by sets the borrowing project of a booking.
 	by := func(b Booking, project string) Booking {
 		b.Project = project
@@ -216,6 +222,14 @@ func TestReclaimable(t *testing.T) {
 			bookings: []Booking{borrowed("h1", "L1", 0, 10)}, later: hr(1)},
 		{name: "a loan to move needs no grace period", start: 0, end: 5,
 			bookings: []Booking{borrowed("h1", "L1", 1, 10)}, want: []string{"h1@0:>L1"}},
+		{name: "slots that stay are cut like a host loan", start: 2, end: 5,
+			bookings: []Booking{stays(borrowed("h1", "L1", 0, 10)), stays(borrowed("h1", "L2", 1, 3))}, want: []string{"h1@2:L1,L2"}},
+		{name: "slots that stay are never moved", start: 2, end: 8,
+			bookings: []Booking{borrowed("h1", "L1", 0, 3), stays(borrowed("h1", "L2", 4, 6)), stays(borrowed("h2", "L3", 1, 3))}, want: []string{"h2@2:L3"}},
+		{name: "slots not begun by now stay put", start: 0, end: 5,
+			bookings: []Booking{stays(borrowed("h1", "L1", 1, 10))}},
+		{name: "slots of a fixed lease are not cut", start: 2, end: 5,
+			bookings: []Booking{{Host: "h1", Lease: "L1", Start: hr(0), End: hr(10), Borrowed: true, Fixed: true, Stays: true}}},
 		{name: "cut and move on one host", start: 2, end: 8,
 			bookings: []Booking{borrowed("h1", "L1", 0, 3), borrowed("h1", "L2", 4, 6)}, want: []string{"h1@2:L1,>L2"}},
 		{name: "a host not lent is not reclaimed", start: 2, end: 5,
@@ -276,7 +290,8 @@ func fmtHours(t time.Time) string { return strconv.FormatFloat(t.Sub(base).Hours
 
 // A reclaim never takes a host from a borrower before the lender's grace
 // period is over, cuts only borrowed, movable bookings that started
-// before the reclaim time, and takes from the lowest ranks first.
+// before the reclaim time, moves none that stays, and takes from the
+// lowest ranks first.
 func TestPropReclaimRespectsGrace(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		now := hr(rapid.IntRange(0, 5).Draw(t, "now"))
@@ -291,7 +306,7 @@ func TestPropReclaimRespectsGrace(t *testing.T) {
 			bs = append(bs, Booking{Host: rapid.SampledFrom(hosts).Draw(t, "host"), Lease: string(rune('A' + i)),
 				Start: hr(s), End: hr(s + rapid.IntRange(1, 6).Draw(t, "bl")),
 				Borrowed: rapid.Bool().Draw(t, "borrowed"), Fixed: rapid.IntRange(0, 4).Draw(t, "fixed") == 0,
-				Project: rapid.SampledFrom([]string{"PA", "PB", "PC"}).Draw(t, "project")})
+				Stays: rapid.Bool().Draw(t, "stays"), Project: rapid.SampledFrom([]string{"PA", "PB", "PC"}).Draw(t, "project")})
 		}
 		ranks := map[string]int{"PA": rapid.IntRange(0, 2).Draw(t, "ra"), "PB": rapid.IntRange(0, 2).Draw(t, "rb"), "PC": rapid.IntRange(0, 2).Draw(t, "rc")}
 		rankOf := func(p string) int { return ranks[p] }
@@ -325,7 +340,7 @@ func TestPropReclaimRespectsGrace(t *testing.T) {
 				}
 			}
 			for _, b := range c.Moves {
-				if !b.Borrowed || b.Fixed || b.Start.Before(c.At) || b.Host != c.Host {
+				if !b.Borrowed || b.Fixed || b.Stays || b.Start.Before(c.At) || b.Host != c.Host {
 					t.Fatalf("move %+v of candidate %+v", b, c)
 				}
 			}

@@ -20,6 +20,10 @@ type Booking struct {
 	// Fixed is set when the lease cannot be shortened by a reclaim (its
 	// status, or resources a reclaim does not shorten).
 	Fixed bool
+	// Stays is set when the booking cannot move to another host (an
+	// instance reservation's slots): a reclaim may cut it, but a host
+	// whose reclaim would have to move it is not a candidate.
+	Stays bool
 }
 
 // Candidate is an owned host a reclaim frees over the owner's window:
@@ -48,7 +52,8 @@ type Candidate struct {
 // each borrower at least the grace period from now (and At is after
 // now), and so are those that have begun by now; those that start at
 // At or later, after now, are to move (Moves), which the caller may or
-// may not find room for. Nothing is taken from a borrower before the grace period is
+// may not find room for; a host with such a booking that cannot move
+// (Stays) is no candidate. Nothing is taken from a borrower before the grace period is
 // over.
 //
 // later is the earliest start from which the hosts refused only for the
@@ -77,10 +82,16 @@ func Reclaimable(now, start, end time.Time, cleaning time.Duration, grace map[st
 			}
 			// A loan that has begun by now runs: it is cut, never moved,
 			// even when the owner's window starts as early as it did.
-			if b.Start.Before(at) || !b.Start.After(now) {
+			switch {
+			case b.Start.Before(at) || !b.Start.After(now):
 				cuts = append(cuts, b)
-			} else {
+			case b.Stays:
+				ok = false
+			default:
 				moves = append(moves, b)
+			}
+			if !ok {
+				break
 			}
 		}
 		if !ok {
