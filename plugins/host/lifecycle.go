@@ -223,7 +223,7 @@ func (p *Plugin) Describe(ctx context.Context, g *gorm.DB, res []*models.Reserva
 	for _, hr := range rows {
 		out[hr.ReservationID] = fields(hr.CountRange, hr.HypervisorProperties, hr.ResourceProperties, hr.BeforeEnd)
 	}
-	if err := describePools(ctx, g, ids, out); err != nil {
+	if err := DescribePools(ctx, g, ids, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -270,7 +270,7 @@ func (p *Plugin) DescribeListed(ctx context.Context, d *sql.DB, project *string)
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if err := describePoolsListed(ctx, d, project, out); err != nil {
+	if err := DescribePoolsListed(ctx, d, project, out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -353,9 +353,14 @@ func PoolEntryOf(host, pool, consumer, lentBy string, reclaim *string) PoolEntry
 	return e
 }
 
-// describePools adds the "ownership" list to the fields of the
-// reservations that have pool records (out is keyed by reservation id).
-func describePools(ctx context.Context, g *gorm.DB, ids []string, out map[string]map[string]any) error {
+// DescribePools adds the "ownership" list to the fields of the
+// reservations of out (keyed by reservation id) that have pool records:
+// those made while a plan was defined; the others keep upstream's body.
+// The instance plugins describe theirs with it too.
+func DescribePools(ctx context.Context, g *gorm.DB, ids []string, out map[string]map[string]any) error {
+	if len(ids) == 0 {
+		return nil
+	}
 	var rows []models.OwnershipPool
 	if err := g.WithContext(ctx).Where("reservation_id IN ?", ids).Order("reservation_id, compute_host_id").Find(&rows).Error; err != nil {
 		return err
@@ -366,9 +371,10 @@ func describePools(ctx context.Context, g *gorm.DB, ids []string, out map[string
 	return nil
 }
 
-// describePoolsListed is describePools for a whole listing (every lease
-// of project, of every project when nil), in one query.
-func describePoolsListed(ctx context.Context, d *sql.DB, project *string, out map[string]map[string]any) error {
+// DescribePoolsListed is DescribePools for a whole listing (every lease
+// of project, of every project when nil), in one query; records of
+// reservations not in out are skipped.
+func DescribePoolsListed(ctx context.Context, d *sql.DB, project *string, out map[string]map[string]any) error {
 	q := "SELECT o.reservation_id, o.compute_host_id, o.pool, o.consumer, o.lent_by, o.reclaim FROM ownership_pools o"
 	var args []any
 	if project != nil {
@@ -399,7 +405,7 @@ func describePoolsListed(ctx context.Context, d *sql.DB, project *string, out ma
 func addPool(out map[string]map[string]any, resID string, e PoolEntry) {
 	m := out[resID]
 	if m == nil {
-		return // not a physical:host reservation described here
+		return // not a reservation described here
 	}
 	l, _ := m["ownership"].([]PoolEntry)
 	m["ownership"] = append(l, e)

@@ -115,6 +115,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/hostquery"
 	"github.com/leasehold/leasehold/plugins"
+	"github.com/leasehold/leasehold/plugins/host"
 )
 
 // ResourceType is the Blazar resource type of this plugin.
@@ -477,7 +478,7 @@ func (p *Plugin) Describe(ctx context.Context, g *gorm.DB, res []*models.Reserva
 		}
 		out[r.ReservationID] = m
 	}
-	if err := describePools(ctx, g, ids, out); err != nil {
+	if err := host.DescribePools(ctx, g, ids, out); err != nil {
 		return nil, err
 	}
 	return out, nil

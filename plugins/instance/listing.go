@@ -3,6 +3,8 @@ package instance
 import (
 	"context"
 	"database/sql"
+
+	"github.com/leasehold/leasehold/plugins/host"
 )
 
 // DescribeListed is Describe for the reservations of every lease of
@@ -45,7 +47,7 @@ func (p *Plugin) DescribeListed(ctx context.Context, d *sql.DB, project *string)
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if err := describePoolsListed(ctx, d, project, out); err != nil {
+	if err := host.DescribePoolsListed(ctx, d, project, out); err != nil {
 		return nil, err
 	}
 	return out, nil

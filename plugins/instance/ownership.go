@@ -2,15 +2,12 @@ package instance
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
-
-	"gorm.io/gorm"
 
 	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/allocator/ownership"
@@ -308,67 +305,6 @@ func dropPools(tx *plugins.Tx, resID string, keep []string) error {
 	}
 	_, err := tx.ExecSQL(q, args...)
 	return err
-}
-
-// describePools adds the "ownership" list (host, pool, consumer, lender,
-// and what a reclaim did) to the reservations of out that have pool
-// records: those made while a plan was defined. The others keep
-// upstream's body.
-func describePools(ctx context.Context, g *gorm.DB, ids []string, out map[string]map[string]any) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	var rows []struct {
-		ReservationID, ComputeHostID, Pool, Consumer, LentBy string
-		Reclaim                                              *string
-	}
-	if err := g.WithContext(ctx).Raw("SELECT reservation_id, compute_host_id, pool, consumer, lent_by, reclaim FROM ownership_pools WHERE reservation_id IN ? ORDER BY reservation_id, compute_host_id", ids).
-		Scan(&rows).Error; err != nil {
-		return err
-	}
-	for _, r := range rows {
-		addPool(out, r.ReservationID, host.PoolEntryOf(r.ComputeHostID, r.Pool, r.Consumer, r.LentBy, r.Reclaim))
-	}
-	return nil
-}
-
-// describePoolsListed is describePools for a listing (every lease of
-// project, every project when nil), in one query.
-func describePoolsListed(ctx context.Context, d *sql.DB, project *string, out map[string]map[string]any) error {
-	q := "SELECT o.reservation_id, o.compute_host_id, o.pool, o.consumer, o.lent_by, o.reclaim FROM ownership_pools o JOIN instance_reservations i ON i.reservation_id = o.reservation_id"
-	var args []any
-	if project != nil {
-		q += " JOIN leases l ON l.id = o.lease_id WHERE l.project_id = ?"
-		args = append(args, *project)
-	}
-	q += " ORDER BY o.reservation_id, o.compute_host_id"
-	rows, err := d.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var res, h, pool, consumer, lentBy string
-		var reclaim sql.NullString
-		if err := rows.Scan(&res, &h, &pool, &consumer, &lentBy, &reclaim); err != nil {
-			return err
-		}
-		var rc *string
-		if reclaim.Valid {
-			rc = &reclaim.String
-		}
-		addPool(out, res, host.PoolEntryOf(h, pool, consumer, lentBy, rc))
-	}
-	return rows.Err()
-}
-
-func addPool(out map[string]map[string]any, resID string, e host.PoolEntry) {
-	m := out[resID]
-	if m == nil {
-		return
-	}
-	l, _ := m["ownership"].([]host.PoolEntry)
-	m["ownership"] = append(l, e)
 }
 
 // partsLost re-checks, with the chosen hosts locked, that the parts the
