@@ -279,7 +279,7 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 		}
 		if len(lost) == 0 {
 			if bp != nil {
-				if err := checkLenders(ctx, tx, bp, dec, held, win, resID); err != nil {
+				if err := checkLenders(ctx, tx, bp, dec, win, resID); err != nil {
 					return dec, nil, err
 				}
 			}
@@ -426,7 +426,11 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 	if err != nil {
 		return allocator.SlotDecision{}, nil, err
 	}
-	dec, picks, err := stagedSlots(bp.order, bp.budgets, slotHosts, w.size, partPeaks(byHost, owners, lo, hi),
+	heldPart := func(h string) (string, bool) {
+		o, ok := owners[[2]string{resID, h}]
+		return o, ok
+	}
+	dec, picks, err := stagedSlots(bp.order, bp.budgets, slotHosts, w.size, partPeaks(byHost, owners, lo, hi), heldPart,
 		func(hs []allocator.SlotHost, freeOutside int) (allocator.SlotDecision, error) {
 			r := req
 			r.FreeOutside = freeOutside

@@ -33,7 +33,9 @@
 // whole hosts as the host plugin takes them, and of a partly owned host
 // one part, at most its share of the host less that part's bookings.
 // Each host's source is recorded in ownership_pools and shown as the
-// reservation's "ownership" entries. An owner's physical:host request
+// reservation's "ownership" entries. An active reservation that grows
+// grows on a held host only within the part its record names, and its
+// held loans count against the lending limits again (heldPicks). An owner's physical:host request
 // that reclaims a host holding such slots shortens their lease through
 // this plugin's Update (the host plugin's Config.Shorteners), as a lease
 // update of its end date would; the slots are never moved, and an

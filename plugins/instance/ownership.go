@@ -39,6 +39,9 @@ type pick struct {
 	part    *ownership.PartUse
 	// capa is the part's capacity (a part only).
 	capa allocator.SlotSize
+	// held marks a host the reservation holds already: its source is
+	// recorded, and it counts against its lenders' limits again.
+	held bool
 }
 
 // byPool is a choice's ownership: the order, the lenders' budgets left
@@ -56,14 +59,20 @@ type byPool struct {
 // free capacity; a partly owned host offers one of its parts in the
 // prefix (the one with the most room for the size), that fraction of its
 // capacity less the part's own bookings (partPeak), and never more than
-// the host has free. Held slots stay where they are. Hosts of lenders
-// whose lending limit is used up (budgets) are left out; a choice taking
-// more of a lender's hosts than its budget is made again within it.
+// the host has free. Held slots stay where they are, and a held host
+// grows within what it was taken from (heldPick). Hosts of lenders whose
+// lending limit is used up (budgets, less what the held hosts borrow)
+// are left out; a choice taking more of a lender's hosts than its budget
+// is made again within it.
 func stagedSlots(o *ownership.Order, budgets map[string]int, base []allocator.SlotHost, size allocator.SlotSize,
-	partPeak func(h, owner string, capa allocator.SlotSize) allocator.SlotSize,
+	partPeak func(h, owner string, capa allocator.SlotSize) allocator.SlotSize, heldPart func(h string) (string, bool),
 	choose func(hs []allocator.SlotHost, freeOutside int) (allocator.SlotDecision, error)) (allocator.SlotDecision, map[string]pick, error) {
 	var dec allocator.SlotDecision
 	var err error
+	base, holds, budgets, err := heldPicks(o, budgets, base, size, partPeak, heldPart)
+	if err != nil {
+		return dec, nil, err
+	}
 	capped := map[string]map[string]bool{}
 	limited := map[string]bool{}
 	for k := 1; k <= o.Stages(); k++ {
@@ -127,6 +136,7 @@ func stagedSlots(o *ownership.Order, budgets map[string]int, base []allocator.Sl
 			}
 			x, keep := overBudget(budgets, capped, picks, dec.Order)
 			if x == "" {
+				maps.Copy(picks, holds)
 				return dec, picks, nil
 			}
 			capped[x] = keep
@@ -144,6 +154,68 @@ func stagedSlots(o *ownership.Order, budgets map[string]int, base []allocator.Sl
 		err = fmt.Errorf("%w (lending limits: %s)", err, strings.Join(parts, "; "))
 	}
 	return dec, nil, err
+}
+
+// heldPicks is what the hosts an active reservation holds already were
+// taken from, as a growing update must keep to: a whole host's source,
+// or, on a partly owned host, the part its pool record names (heldPart:
+// the part's owner, false when the booking has none), whose room (its
+// share of the host less its other bookings) bounds the host's free
+// capacity as it bounds a new booking's. A held part no longer in the
+// project's pools takes no more slots. It returns base with those
+// bounds, the picks (held set), and the budgets less what the held hosts
+// borrow: a held loan counts against its lenders' limits over the new
+// window as a new one would, and held loans that alone exceed a limit
+// refuse the update, naming it.
+func heldPicks(o *ownership.Order, budgets map[string]int, base []allocator.SlotHost, size allocator.SlotSize,
+	partPeak func(h, owner string, capa allocator.SlotSize) allocator.SlotSize, heldPart func(h string) (string, bool)) ([]allocator.SlotHost, map[string]pick, map[string]int, error) {
+	out := map[string]pick{}
+	cloned := false
+	left := maps.Clone(budgets)
+	for i := range base {
+		sh := base[i]
+		if sh.Held == 0 {
+			continue
+		}
+		pk := pick{held: true}
+		if !o.Split(sh.ID) {
+			pk.src, pk.charges = o.SourceOf(sh.ID), o.Charges(sh.ID)
+		} else if owner, ok := heldPart(sh.ID); ok {
+			_, parts := o.Offer(o.Stages(), sh.ID)
+			k := slices.IndexFunc(parts, func(pt ownership.PartUse) bool { return pt.Owner == owner })
+			if k >= 0 {
+				pt := parts[k]
+				capa := sh.Capacity.Scale(int64(pt.Slots), int64(pt.Of))
+				sh.Free = sh.Free.Min(capa.Sub(partPeak(sh.ID, pt.Owner, capa), 1)).Max(allocator.SlotSize{})
+				pk.src, pk.charges, pk.part, pk.capa = o.PartSource(pt), o.PartCharges(pt), &pt, capa
+			} else {
+				// The part left the project's pools: the held slots stay,
+				// nothing more is taken there.
+				sh.Free = sh.Free.Min(allocator.SlotSize{}.Sub(size, -int64(sh.Held)))
+			}
+			sh.Profile = nil
+		}
+		if !cloned {
+			base, cloned = slices.Clone(base), true
+		}
+		base[i] = sh
+		out[sh.ID] = pk
+		for _, x := range pk.charges {
+			if _, ok := left[x]; ok {
+				left[x]--
+			}
+		}
+	}
+	var over []string
+	for _, x := range slices.Sorted(maps.Keys(left)) {
+		if left[x] < 0 {
+			over = append(over, fmt.Sprintf("consumer %q lends at most %d hosts at once and has %d left to lend over the window, fewer than the %d the reservation holds borrow", x, o.Limit(x), budgets[x], budgets[x]-left[x]))
+		}
+	}
+	if len(over) > 0 {
+		return nil, nil, nil, plugins.NotEnough("Not enough resources available with the hosts the reservation holds (lending limits: %s)", strings.Join(over, "; "))
+	}
+	return base, out, left, nil
 }
 
 // overBudget returns a lender whose budget the chosen hosts exceed, with
@@ -189,12 +261,11 @@ func lenderBudgets(ctx context.Context, tx *plugins.Tx, o *ownership.Order, win 
 // in) and reads their loans again; a concurrent loan that used the room
 // makes the write run again (plugins.ErrRetry), to choose from what is
 // left.
-func checkLenders(ctx context.Context, tx *plugins.Tx, bp *byPool, dec allocator.SlotDecision, held map[string]int, win allocator.Interval, exclude string) error {
+func checkLenders(ctx context.Context, tx *plugins.Tx, bp *byPool, dec allocator.SlotDecision, win allocator.Interval, exclude string) error {
 	need := map[string]int{}
 	for _, h := range dec.Order {
-		if dec.Slots[h] <= held[h] {
-			continue
-		}
+		// Held hosts count too: the window may have grown, and the loans
+		// read leave the reservation's own out.
 		for _, x := range bp.picks[h].charges {
 			if bp.order.Limit(x) >= 0 {
 				need[x]++
@@ -276,7 +347,7 @@ func recordPools(ctx context.Context, tx *plugins.Tx, leaseID, resID string, bp 
 	n := 0
 	for _, h := range hostIDs {
 		pk, ok := bp.picks[h]
-		if !ok || slices.Contains(have, h) {
+		if !ok || pk.held || slices.Contains(have, h) {
 			continue
 		}
 		s := pk.src
@@ -314,7 +385,9 @@ func dropPools(tx *plugins.Tx, resID string, keep []string) error {
 func partsLost(ctx context.Context, tx *plugins.Tx, bp *byPool, dec allocator.SlotDecision, held map[string]int, lo, hi time.Time, exclude string, m dims, size allocator.SlotSize) ([]string, error) {
 	var ids []string
 	for _, h := range dec.Order {
-		if pk, ok := bp.picks[h]; ok && pk.part != nil && dec.Slots[h] > held[h] {
+		// A held part is checked again too: the update's window may reach
+		// a booking of the part committed since.
+		if pk, ok := bp.picks[h]; ok && pk.part != nil && (dec.Slots[h] > held[h] || pk.held) {
 			ids = append(ids, h)
 		}
 	}
@@ -337,7 +410,9 @@ func partsLost(ctx context.Context, tx *plugins.Tx, bp *byPool, dec allocator.Sl
 	var lost []string
 	for _, h := range ids {
 		pk := bp.picks[h]
-		if pk.capa.Sub(peak(h, pk.part.Owner, pk.capa), 1).Fits(size) < dec.Slots[h]-held[h] {
+		// The reservation's own bookings are left out: the part must
+		// hold all its slots there, held ones too.
+		if pk.capa.Sub(peak(h, pk.part.Owner, pk.capa), 1).Fits(size) < dec.Slots[h] {
 			lost = append(lost, h)
 		}
 	}
