@@ -246,6 +246,9 @@ type request struct {
 	// source is the JSON of the flavor a flavor:instance reservation
 	// copies (shown as its resource_properties, as upstream does).
 	source string
+	// project is the lease's project, whose ownership pools the
+	// earliest-window search follows.
+	project string
 }
 
 // Fields implements plugins.Request.
@@ -281,7 +284,7 @@ func fields(ps params, resID string, serverGroup *string, aggregate *int64) map[
 var requiredKeys = []string{"vcpus", "memory_mb", "disk_gb", "amount", "affinity", "resource_properties"}
 
 // Parse implements plugins.Plugin.
-func (p *Plugin) Parse(v plugins.Values, _ plugins.Lease) (plugins.Request, error) {
+func (p *Plugin) Parse(v plugins.Values, lease plugins.Lease) (plugins.Request, error) {
 	for _, k := range requiredKeys {
 		if _, ok := v[k]; !ok {
 			return nil, plugins.MissingParameter(k)
@@ -291,7 +294,7 @@ func (p *Plugin) Parse(v plugins.Values, _ plugins.Lease) (plugins.Request, erro
 	if err != nil {
 		return nil, err
 	}
-	return &request{params: ps}, nil
+	return &request{params: ps, project: lease.ProjectID}, nil
 }
 
 // parseParams reads v over the stored parameters cur (nil: a new
