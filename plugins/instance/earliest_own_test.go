@@ -238,3 +238,5 @@ func TestEarliestInstanceWithOwnershipBruteForce(t *testing.T) {
 		}
 	})
 }
+
+var _ leases.EarliestFinder = (*instance.FlavorPlugin)(nil)

@@ -25,6 +25,8 @@
 // first window in which the slots fit (earliest.go over
 // allocator.EarliestSlots), reading the bookings outside any
 // transaction through Config.DB; the create that follows checks again.
+// With ownership on, a start is offered only once the create's own
+// choice from the project's pools serves it.
 //
 // # Ownership
 //
