@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/leasehold/leasehold/pkg/allocator"
@@ -34,15 +35,28 @@ func (p *Plugin) readTx(ctx context.Context, now time.Time) (*plugins.Tx, error)
 	return plugins.NewTx(p.cfg.DB.DB.WithContext(ctx), p.cfg.DB.Dialect, now), nil
 }
 
-// searchParams are r's parameters for the searches, and its lease's
-// project.
-func searchParams(r plugins.Request) (params, string, error) {
+// searchParams are r's parameters for the searches, and r.
+func searchParams(r plugins.Request) (params, *request, error) {
 	req, ok := r.(*request)
 	if !ok {
-		return params{}, "", fmt.Errorf("virtual:instance: request of type %T", r)
+		return params{}, nil, fmt.Errorf("virtual:instance: request of type %T", r)
 	}
-	return req.params, req.project, nil
+	return req.params, req, nil
 }
+
+// foundChoice is the choice the ownership earliest search accepted for a
+// window (taken: the hosts it left out, joined): the leases service asks
+// ChooseAt for that same window next, and the answer of a moment ago
+// spares a second choice (nothing is booked either way; the create
+// checks again).
+type foundChoice struct {
+	start, end time.Time
+	taken      string
+	order      []string
+}
+
+// takenKey is taken as foundChoice keeps it.
+func takenKey(taken []string) string { return strings.Join(taken, "\x00") }
 
 // Earliest implements leases.EarliestFinder: the earliest start in
 // [after, notAfter] (notAfter zero: no limit) of a window of length d in
@@ -50,7 +64,7 @@ func searchParams(r plugins.Request) (params, string, error) {
 // ownership on, a start the create's own choice would refuse is never
 // offered (earliestOwned).
 func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfter time.Time, d time.Duration, taken []string) (time.Time, bool, error) {
-	ps, project, err := searchParams(r)
+	ps, req, err := searchParams(r)
 	if err != nil {
 		return time.Time{}, false, err
 	}
@@ -68,8 +82,8 @@ func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfte
 	if p.cfg.External != nil {
 		p.refreshExternal(ctx, all, false) // no transaction is open here
 	}
-	if o := p.ownershipOrder(project); o != nil {
-		return p.earliestOwned(ctx, tx, all, ps, o, after, notAfter, d, taken)
+	if o := p.ownershipOrder(req.project); o != nil {
+		return p.earliestOwned(ctx, tx, all, req, o, after, notAfter, d, taken)
 	}
 	caps, err := p.caps.get(ctx, tx, all, false, p.computeCapacities)
 	if err != nil {
@@ -155,9 +169,13 @@ func (p *Plugin) sweep(ctx context.Context, tx *plugins.Tx, matching []*hosts.Ho
 // project's pools with ownership on), leaving out the hosts in taken;
 // nothing is booked.
 func (p *Plugin) ChooseAt(ctx context.Context, r plugins.Request, start, end time.Time, taken []string) ([]string, error) {
-	ps, project, err := searchParams(r)
+	ps, req, err := searchParams(r)
 	if err != nil {
 		return nil, err
+	}
+	if f := req.found; f != nil && f.start.Equal(start) && f.end.Equal(end) && f.taken == takenKey(taken) {
+		req.found = nil
+		return f.order, nil
 	}
 	if err := p.checkExternal(&ps); err != nil {
 		return nil, err
@@ -174,7 +192,7 @@ func (p *Plugin) ChooseAt(ctx context.Context, r plugins.Request, start, end tim
 	for _, id := range taken {
 		excluded[id] = true
 	}
-	dec, err := p.chooseAt(ctx, tx, all, ps, p.ownershipOrder(project), start, end, excluded)
+	dec, err := p.chooseAt(ctx, tx, all, ps, p.ownershipOrder(req.project), start, end, excluded)
 	if err != nil {
 		var ne *allocator.NotEnoughSlotsError
 		if errors.As(err, &ne) {
@@ -221,19 +239,21 @@ const maxOwnedChecks = 256
 // answer can change: a booking of those hosts ends (plus cleaning) or a
 // loan ends (a lender's lending limit has more left). In between only
 // bookings enter the window, which never makes room.
-func (p *Plugin) earliestOwned(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, o *ownership.Order, after, notAfter time.Time, d time.Duration, taken []string) (time.Time, bool, error) {
-	c := p.cfg.Cleaning
+func (p *Plugin) earliestOwned(ctx context.Context, tx *plugins.Tx, all []hosts.Host, req *request, o *ownership.Order, after, notAfter time.Time, d time.Duration, taken []string) (time.Time, bool, error) {
+	ps, c := req.params, p.cfg.Cleaning
+	req.found = nil
 	excluded := map[string]bool{}
 	for _, id := range taken {
 		excluded[id] = true
 	}
 	// fits reports whether the choice serves a window starting at t.
 	fits := func(t time.Time) (bool, error) {
-		_, err := p.chooseAt(ctx, tx, all, ps, o, t, t.Add(d), excluded)
+		dec, err := p.chooseAt(ctx, tx, all, ps, o, t, t.Add(d), excluded)
 		var ne *allocator.NotEnoughSlotsError
 		var ue *unservedError
 		switch {
 		case err == nil:
+			req.found = &foundChoice{start: t, end: t.Add(d), taken: takenKey(taken), order: dec.Order}
 			return true, nil
 		case errors.As(err, &ne):
 			return false, nil

@@ -251,6 +251,9 @@ type request struct {
 	// project is the lease's project, whose ownership pools the
 	// earliest-window search follows.
 	project string
+	// found is the choice the ownership earliest search last checked
+	// and accepted (earliest.go), which ChooseAt answers again.
+	found *foundChoice
 }
 
 // Fields implements plugins.Request.
