@@ -253,6 +253,12 @@ func searchEnd(req allocator.EarliestRequest) time.Time {
 	return req.NotAfter.Add(req.Duration + req.Cleaning)
 }
 
+// LoanEnds is loanEnds for the instance plugins' earliest search, whose
+// slots borrowed count against the same lending limits.
+func LoanEnds(ctx context.Context, g *gorm.DB, lo, hi time.Time) ([]time.Time, error) {
+	return loanEnds(ctx, g, lo, hi)
+}
+
 // loanEnds reads the ends in (lo, hi) of the bookings of lent hosts: when
 // a lender's lending limit may have more left.
 func loanEnds(ctx context.Context, g *gorm.DB, lo, hi time.Time) ([]time.Time, error) {

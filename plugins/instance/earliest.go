@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/leasehold/leasehold/pkg/allocator"
+	"github.com/leasehold/leasehold/pkg/allocator/ownership"
 	"github.com/leasehold/leasehold/pkg/blazar/hosts"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/plugins"
+	"github.com/leasehold/leasehold/plugins/host"
 )
 
 // The earliest-window search (POST /v1/leases/earliest and leases with
@@ -31,20 +35,36 @@ func (p *Plugin) readTx(ctx context.Context, now time.Time) (*plugins.Tx, error)
 	return plugins.NewTx(p.cfg.DB.DB.WithContext(ctx), p.cfg.DB.Dialect, now), nil
 }
 
-// searchParams are r's parameters for the searches.
-func searchParams(r plugins.Request) (params, error) {
+// searchParams are r's parameters for the searches, and r.
+func searchParams(r plugins.Request) (params, *request, error) {
 	req, ok := r.(*request)
 	if !ok {
-		return params{}, fmt.Errorf("virtual:instance: request of type %T", r)
+		return params{}, nil, fmt.Errorf("virtual:instance: request of type %T", r)
 	}
-	return req.params, nil
+	return req.params, req, nil
 }
+
+// foundChoice is the choice the ownership earliest search accepted for a
+// window (taken: the hosts it left out, joined): the leases service asks
+// ChooseAt for that same window next, and the answer of a moment ago
+// spares a second choice (nothing is booked either way; the create
+// checks again).
+type foundChoice struct {
+	start, end time.Time
+	taken      string
+	order      []string
+}
+
+// takenKey is taken as foundChoice keeps it.
+func takenKey(taken []string) string { return strings.Join(taken, "\x00") }
 
 // Earliest implements leases.EarliestFinder: the earliest start in
 // [after, notAfter] (notAfter zero: no limit) of a window of length d in
-// which the slots of r fit on the matching hosts other than taken.
+// which the slots of r fit on the matching hosts other than taken. With
+// ownership on, a start the create's own choice would refuse is never
+// offered (earliestOwned).
 func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfter time.Time, d time.Duration, taken []string) (time.Time, bool, error) {
-	ps, err := searchParams(r)
+	ps, req, err := searchParams(r)
 	if err != nil {
 		return time.Time{}, false, err
 	}
@@ -61,6 +81,9 @@ func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfte
 	}
 	if p.cfg.External != nil {
 		p.refreshExternal(ctx, all, false) // no transaction is open here
+	}
+	if o := p.ownershipOrder(req.project); o != nil {
+		return p.earliestOwned(ctx, tx, all, req, o, after, notAfter, d, taken)
 	}
 	caps, err := p.caps.get(ctx, tx, all, false, p.computeCapacities)
 	if err != nil {
@@ -142,12 +165,17 @@ func (p *Plugin) sweep(ctx context.Context, tx *plugins.Tx, matching []*hosts.Ho
 }
 
 // ChooseAt implements leases.EarliestFinder: the hosts the slots of r
-// would get over [start, end) (the choice a create makes), leaving out
-// the hosts in taken; nothing is booked.
+// would get over [start, end) (the choice a create makes, from the
+// project's pools with ownership on), leaving out the hosts in taken;
+// nothing is booked.
 func (p *Plugin) ChooseAt(ctx context.Context, r plugins.Request, start, end time.Time, taken []string) ([]string, error) {
-	ps, err := searchParams(r)
+	ps, req, err := searchParams(r)
 	if err != nil {
 		return nil, err
+	}
+	if f := req.found; f != nil && f.start.Equal(start) && f.end.Equal(end) && f.taken == takenKey(taken) {
+		req.found = nil
+		return f.order, nil
 	}
 	if err := p.checkExternal(&ps); err != nil {
 		return nil, err
@@ -164,7 +192,7 @@ func (p *Plugin) ChooseAt(ctx context.Context, r plugins.Request, start, end tim
 	for _, id := range taken {
 		excluded[id] = true
 	}
-	dec, _, err := p.chooseOnce(ctx, tx, all, ps, start.Add(-p.cfg.Cleaning), end.Add(p.cfg.Cleaning), "", nil, excluded, nil)
+	dec, err := p.chooseAt(ctx, tx, all, ps, p.ownershipOrder(req.project), start, end, excluded)
 	if err != nil {
 		var ne *allocator.NotEnoughSlotsError
 		if errors.As(err, &ne) {
@@ -177,6 +205,166 @@ func (p *Plugin) ChooseAt(ctx context.Context, r plugins.Request, start, end tim
 		return nil, err
 	}
 	return dec.Order, nil
+}
+
+// chooseAt is the choice a new reservation with ps of a project with
+// ownership order o (nil: ownership off) would get over [start, end),
+// the excluded hosts left out: the create's own choice (chooseOnce, from
+// the pools within the lenders' budgets), with nothing locked or booked.
+func (p *Plugin) chooseAt(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, o *ownership.Order, start, end time.Time, excluded map[string]bool) (allocator.SlotDecision, error) {
+	var bp *byPool
+	if o != nil {
+		b, err := lenderBudgets(ctx, tx, o, allocator.Interval{Start: start, End: end}, "")
+		if err != nil {
+			return allocator.SlotDecision{}, err
+		}
+		bp = &byPool{order: o, budgets: b}
+	}
+	dec, _, err := p.chooseOnce(ctx, tx, all, ps, start.Add(-p.cfg.Cleaning), end.Add(p.cfg.Cleaning), "", nil, excluded, bp)
+	return dec, err
+}
+
+// maxOwnedChecks bounds the starts earliestOwned checks against the
+// create's choice before it gives up.
+const maxOwnedChecks = 256
+
+// earliestOwned is Earliest for a project with ownership order o. A
+// start is offered only once the create's own choice (chooseAt: the
+// pools' stages, the parts of partly owned hosts, the lending limits)
+// serves it. Most requests fit at after; otherwise the bookings of the
+// matching hosts the pools offer are read once and swept
+// (allocator.EarliestSlots, whole hosts' capacity and no reserve: a bound
+// the choice can only be later than), and each start found is checked by
+// the choice; when it refuses, the search goes on from the next time its
+// answer can change: a booking of those hosts ends (plus cleaning) or a
+// loan ends (a lender's lending limit has more left). In between only
+// bookings enter the window, which never makes room.
+func (p *Plugin) earliestOwned(ctx context.Context, tx *plugins.Tx, all []hosts.Host, req *request, o *ownership.Order, after, notAfter time.Time, d time.Duration, taken []string) (time.Time, bool, error) {
+	ps, c := req.params, p.cfg.Cleaning
+	req.found = nil
+	excluded := map[string]bool{}
+	for _, id := range taken {
+		excluded[id] = true
+	}
+	// fits reports whether the choice serves a window starting at t.
+	fits := func(t time.Time) (bool, error) {
+		dec, err := p.chooseAt(ctx, tx, all, ps, o, t, t.Add(d), excluded)
+		var ne *allocator.NotEnoughSlotsError
+		var ue *unservedError
+		switch {
+		case err == nil:
+			req.found = &foundChoice{start: t, end: t.Add(d), taken: takenKey(taken), order: dec.Order}
+			return true, nil
+		case errors.As(err, &ne):
+			return false, nil
+		case errors.Is(err, allocator.ErrInvalidRequest) || errors.As(err, &ue):
+			return false, plugins.BadRequest("%s", err.Error())
+		}
+		return false, err
+	}
+	if ok, err := fits(after); err != nil || ok {
+		return after, ok, err
+	}
+	if !notAfter.IsZero() && !notAfter.After(after) {
+		return time.Time{}, false, nil
+	}
+	caps, err := p.caps.get(ctx, tx, all, false, p.computeCapacities)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	w := wantOf(&ps)
+	var pooled []*hosts.Host
+	var ids []string
+	for i := range all {
+		h := &all[i]
+		if excluded[h.ID] {
+			continue
+		}
+		if whole, parts := o.Offer(o.Stages(), h.ID); !whole && len(parts) == 0 {
+			continue
+		}
+		if ok, _ := ps.query.Match(h.Lookup); ok && w.d.hostOK(caps[h.ComputeProviderUUID].Traits) {
+			pooled = append(pooled, h)
+			ids = append(ids, h.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return time.Time{}, false, nil
+	}
+	scan := ids
+	if len(ids) > 200 {
+		scan = nil // one range scan beats a long IN list
+	}
+	lo, hi := after.Add(-c), noEnd
+	if !notAfter.IsZero() {
+		hi = notAfter.Add(d + c)
+	}
+	bs, _, err := loadBookings(ctx, tx, lo, hi, scan, "", w.m)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	wholes, err := loadWholeBookings(ctx, tx, lo, hi, scan)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	in := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		in[id] = true
+	}
+	byHost := map[string][]allocator.SlotBooking{}
+	var changes []time.Time
+	for _, b := range bs {
+		if in[b.Host] {
+			byHost[b.Host] = append(byHost[b.Host], allocator.SlotBooking{Start: b.Start, End: b.End, Size: b.size(), Slots: b.Slots})
+			changes = append(changes, b.End.Add(c))
+		}
+	}
+	for _, wb := range wholes {
+		if in[wb.Host] {
+			byHost[wb.Host] = append(byHost[wb.Host], allocator.SlotBooking{Start: wb.Start, End: wb.End, Whole: true})
+			changes = append(changes, wb.End.Add(c))
+		}
+	}
+	if len(o.Budgets(nil, after, after)) > 0 {
+		ends, err := host.LoanEnds(ctx, tx.DB, after, hi)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		changes = append(changes, ends...)
+	}
+	slices.SortFunc(changes, time.Time.Compare)
+	tls := make([]allocator.SlotTimeline, len(pooled))
+	for i, h := range pooled {
+		tls[i] = allocator.SlotTimeline{ID: h.ID, Capacity: capacityOf(h, caps, w), Bookings: byHost[h.ID]}
+	}
+	bound := w.request(&ps) // no whole-host reserve: a bound
+	t := after
+	for range maxOwnedChecks - 1 {
+		// The next change after the refused start t.
+		i, _ := slices.BinarySearchFunc(changes, t, func(e, t time.Time) int {
+			if e.After(t) {
+				return 1
+			}
+			return -1
+		})
+		if i == len(changes) {
+			return time.Time{}, false, nil
+		}
+		next, found, err := allocator.EarliestSlots(tls, bound,
+			allocator.SlotWindow{After: changes[i], NotAfter: notAfter, Duration: d, Cleaning: c})
+		if errors.Is(err, allocator.ErrInvalidRequest) {
+			return time.Time{}, false, plugins.BadRequest("%s", err.Error())
+		}
+		if err != nil || !found {
+			return time.Time{}, false, err
+		}
+		t = next
+		ok, err := fits(t)
+		if err != nil || ok {
+			return t, ok, err
+		}
+	}
+	return time.Time{}, false, plugins.NotEnough("No window found within %d starts checked against the project's ownership pools; ask for a later start.", maxOwnedChecks)
 }
 
 // wholeBooking is a whole-host reservation's allocation of a host.

@@ -90,7 +90,7 @@ func (f *FlavorPlugin) Parse(v plugins.Values, lease plugins.Lease) (plugins.Req
 		return nil, err
 	}
 	ps.flavor = &d
-	return &request{params: ps, source: string(dump)}, nil
+	return &request{params: ps, source: string(dump), project: lease.ProjectID}, nil
 }
 
 // Update implements plugins.Plugin: only amount and affinity may be

@@ -25,6 +25,8 @@
 // first window in which the slots fit (earliest.go over
 // allocator.EarliestSlots), reading the bookings outside any
 // transaction through Config.DB; the create that follows checks again.
+// With ownership on, a start is offered only once the create's own
+// choice from the project's pools serves it.
 //
 // # Ownership
 //
@@ -248,6 +250,12 @@ type request struct {
 	// source is the JSON of the flavor a flavor:instance reservation
 	// copies (shown as its resource_properties, as upstream does).
 	source string
+	// project is the lease's project, whose ownership pools the
+	// earliest-window search follows.
+	project string
+	// found is the choice the ownership earliest search last checked
+	// and accepted (earliest.go), which ChooseAt answers again.
+	found *foundChoice
 }
 
 // Fields implements plugins.Request.
@@ -283,7 +291,7 @@ func fields(ps params, resID string, serverGroup *string, aggregate *int64) map[
 var requiredKeys = []string{"vcpus", "memory_mb", "disk_gb", "amount", "affinity", "resource_properties"}
 
 // Parse implements plugins.Plugin.
-func (p *Plugin) Parse(v plugins.Values, _ plugins.Lease) (plugins.Request, error) {
+func (p *Plugin) Parse(v plugins.Values, lease plugins.Lease) (plugins.Request, error) {
 	for _, k := range requiredKeys {
 		if _, ok := v[k]; !ok {
 			return nil, plugins.MissingParameter(k)
@@ -293,7 +301,7 @@ func (p *Plugin) Parse(v plugins.Values, _ plugins.Lease) (plugins.Request, erro
 	if err != nil {
 		return nil, err
 	}
-	return &request{params: ps}, nil
+	return &request{params: ps, project: lease.ProjectID}, nil
 }
 
 // parseParams reads v over the stored parameters cur (nil: a new
