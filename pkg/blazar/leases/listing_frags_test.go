@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
 	"pgregory.net/rapid"
 
 	"github.com/leasehold/leasehold/models"
@@ -81,7 +82,10 @@ func cloneLease(d *db.DB, from, to string) error {
  SELECT ?, name, user_id, project_id, start_date, end_date, trust_id, status, degraded, created_at, updated_at, lease_type, timeout, tags FROM leases WHERE id = ?`,
 		[]any{to, from}}}
 	if len(old) > 0 {
-		res, hr := "r-"+to, "h-"+to
+		// Ids of the copies' rows derived from to, as long as a UUID
+		// (the columns are 36 characters on MySQL).
+		child := func(kind string) string { return uuid.NewSHA1(uuid.NameSpaceOID, []byte(kind+to)).String() }
+		res, hr := child("r-"), child("h-")
 		stmts = append(stmts, []struct {
 			sql  string
 			args []any
@@ -93,7 +97,7 @@ func cloneLease(d *db.DB, from, to string) error {
 				[]any{hr, res, old[0]}},
 			{`INSERT INTO computehost_allocations (id, reservation_id, compute_host_id, start_date, end_date, created_at)
  SELECT ?, ?, compute_host_id, start_date, end_date, created_at FROM computehost_allocations WHERE reservation_id = ? LIMIT 1`,
-				[]any{"a-" + to, res, old[0]}},
+				[]any{child("a-"), res, old[0]}},
 		}...)
 	}
 	for _, st := range stmts {
