@@ -53,8 +53,7 @@ func BenchmarkLeaseCreate(b *testing.B) {
 					b.Fatalf("first lease took host %s, not one of P37's owned %v", h, pool)
 				}
 			}
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			reportP50(b, lat)
 		})
 	}
 }
@@ -91,8 +90,7 @@ func BenchmarkEarliest(b *testing.B) {
 					b.Fatalf("earliest after %s: %d %v", after, status, out)
 				}
 			}
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			reportP50(b, lat)
 		})
 	}
 }
@@ -137,8 +135,7 @@ func BenchmarkInstanceLeaseCreate(b *testing.B) {
 					b.Fatalf("first lease's ownership entries %v, want one owned", r["ownership"])
 				}
 			}
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			reportP50(b, lat)
 		})
 	}
 }
@@ -174,8 +171,7 @@ func BenchmarkInstanceEarliest(b *testing.B) {
 					b.Fatalf("earliest after %s: %d %v", after, status, out)
 				}
 			}
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			reportP50(b, lat)
 		})
 	}
 }
@@ -220,4 +216,10 @@ func benchCloud(b *testing.B, mode string) *httptest.Server {
 		b.Fatalf("plan: %d %v", status, body)
 	}
 	return ts
+}
+
+// reportP50 reports the median of lat as the benchmark's p50-ms.
+func reportP50(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 }

@@ -3,15 +3,11 @@ package hosts
 import (
 	"context"
 	"database/sql"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
-	"github.com/leasehold/leasehold/pkg/db"
 )
 
 // HostReservation is one reservation holding a host, with its lease's
@@ -187,113 +183,12 @@ func (s *Service) allAllocations(ctx context.Context, f AllocationFilter, now ti
 	if err != nil {
 		return nil, nil, err
 	}
-	rows, err := sqlDB.QueryContext(ctx, "SELECT id FROM computehosts ORDER BY id")
+	ids, err := hostIDs(ctx, sqlDB)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var n int64
-		if err := rows.Scan(&n); err != nil {
-			return nil, nil, err
-		}
-		ids = append(ids, strconv.FormatInt(n, 10))
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	if s.db.Dialect == db.SQLite && f == (AllocationFilter{}) {
-		byHost, err := s.joinAllocations(ctx, sqlDB, now)
-		return ids, byHost, err
-	}
 	byHost, err := s.hostAllocations(ctx, sqlDB, f, "", now)
 	return ids, byHost, err
-}
-
-// joinAllocations is hostAllocations for every host and no filter on
-// SQLite, where three table scans joined in memory cost a quarter of
-// the three-table join: SQLite looks up each reservation and each lease
-// by its text key. The order is the join's: start date as stored (text,
-// so compared bytewise as SQLite compares it), then reservation id.
-func (s *Service) joinAllocations(ctx context.Context, d *sql.DB, now time.Time) (map[string][]HostReservation, error) {
-	type window struct {
-		start, end leases.TimeCol
-	}
-	type alloc struct{ host, res string }
-	var (
-		live    = map[string]*window{}
-		leaseOf = map[string]string{}
-		allocs  []alloc
-		errs    [3]error
-		wg      sync.WaitGroup
-	)
-	// The three tables are read concurrently, each on its own connection.
-	wg.Go(func() {
-		errs[0] = db.EachRow(ctx, d, "SELECT id, "+leases.TimeExpr(db.SQLite, "start_date")+", "+leases.TimeExpr(db.SQLite, "end_date")+
-			" FROM leases WHERE end_date >= ?", []any{now}, func(rows *sql.Rows) error {
-			var id string
-			w := &window{}
-			if err := rows.Scan(leases.Str{P: &id}, &w.start, &w.end); err != nil {
-				return err
-			}
-			live[id] = w
-			return nil
-		})
-	})
-	wg.Go(func() {
-		errs[1] = db.EachRow(ctx, d, "SELECT id, lease_id FROM reservations", nil, func(rows *sql.Rows) error {
-			var id, lease string
-			if err := rows.Scan(leases.Str{P: &id}, leases.Str{P: &lease}); err != nil {
-				return err
-			}
-			leaseOf[id] = lease
-			return nil
-		})
-	})
-	wg.Go(func() {
-		errs[2] = db.EachRow(ctx, d, "SELECT compute_host_id, reservation_id FROM computehost_allocations", nil, func(rows *sql.Rows) error {
-			var x alloc
-			if err := rows.Scan(leases.Str{P: &x.host}, leases.Str{P: &x.res}); err != nil {
-				return err
-			}
-			allocs = append(allocs, x)
-			return nil
-		})
-	})
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	type row struct {
-		host, id, lease string
-		w               *window
-	}
-	all := make([]row, 0, len(allocs))
-	for _, a := range allocs {
-		lease, ok := leaseOf[a.res]
-		if !ok {
-			continue
-		}
-		if w := live[lease]; w != nil {
-			all = append(all, row{a.host, a.res, lease, w})
-		}
-	}
-	// Rows equal in both keys render the same on one host: an unstable
-	// sort gives the same body.
-	slices.SortFunc(all, func(a, b row) int {
-		if c := strings.Compare(a.w.start.Raw, b.w.start.Raw); c != 0 {
-			return c
-		}
-		return strings.Compare(a.id, b.id)
-	})
-	out := map[string][]HostReservation{}
-	for _, x := range all {
-		out[x.host] = append(out[x.host], HostReservation{ID: x.id, LeaseID: x.lease, StartDate: x.w.start.T, EndDate: x.w.end.T})
-	}
-	return out, nil
 }
 
 // Allocation returns the allocation view of one host (errs.NotFound if
