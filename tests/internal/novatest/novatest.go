@@ -473,7 +473,7 @@ func (n *Nova) AggregateNamed(ctx context.Context, adminTok, name string) (*Aggr
 }
 
 // WaitAggregate polls the aggregates until ok accepts them, failing
-// after timeout with the last listing.
+// after timeout with the last listing; then it resyncs the scheduler.
 func (n *Nova) WaitAggregate(ctx context.Context, adminTok string, timeout time.Duration, ok func([]Aggregate) bool) ([]Aggregate, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -484,7 +484,9 @@ func (n *Nova) WaitAggregate(ctx context.Context, adminTok string, timeout time.
 		if err == nil {
 			last = all
 			if ok(all) {
-				return all, nil
+				// What the test goes on to do may run through the
+				// scheduler, which must see these aggregates too.
+				return all, n.ResyncScheduler(ctx, adminTok)
 			}
 		}
 		lastErr = err
@@ -495,6 +497,31 @@ func (n *Nova) WaitAggregate(ctx context.Context, adminTok string, timeout time.
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// ResyncScheduler makes Nova's scheduler re-read every aggregate.
+// Nova tells its scheduler of an aggregate change by a fanout cast that
+// carries the aggregate as it was, and the scheduler applies casts in
+// whatever order its workers take them: two host removals in a row can
+// leave it believing the first removal's state for good (a host still
+// in the freepool, say, which the BlazarFilter then refuses). Setting
+// and removing a metadata key sends the current state twice; both
+// casts hold the same hosts, so their order does not matter.
+func (n *Nova) ResyncScheduler(ctx context.Context, adminTok string) error {
+	all, err := n.Aggregates(ctx, adminTok)
+	if err != nil {
+		return err
+	}
+	const key = "leasehold-test-resync"
+	for _, a := range all {
+		for _, v := range []any{"1", nil} {
+			body := map[string]any{"set_metadata": map[string]any{"metadata": map[string]any{key: v}}}
+			if err := n.Call(ctx, "POST", fmt.Sprintf("/os-aggregates/%d/action", a.ID), adminTok, body, nil); err != nil {
+				return fmt.Errorf("resync aggregate %s: %w", a.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // HasHost reports whether aggregate a holds host.
