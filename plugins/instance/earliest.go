@@ -135,7 +135,7 @@ func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfte
 // nMatch hosts match in all (the whole-host reserve's base).
 func (p *Plugin) sweep(ctx context.Context, tx *plugins.Tx, matching []*hosts.Host, nMatch int, scan []string, caps map[string]placement.ComputeCapacity, ps params, lo, hi, after, notAfter time.Time, d time.Duration) (time.Time, bool, error) {
 	w := wantOf(&ps)
-	bs, _, err := loadBookings(ctx, tx, lo, hi, scan, "", w.m)
+	bs, _, err := loadBookings(ctx, tx, lo, hi, scan, "", w.m, nil)
 	if err != nil {
 		return time.Time{}, false, err
 	}
@@ -220,7 +220,7 @@ func (p *Plugin) chooseAt(ctx context.Context, tx *plugins.Tx, all []hosts.Host,
 		}
 		bp = &byPool{order: o, budgets: b}
 	}
-	dec, _, err := p.chooseOnce(ctx, tx, all, ps, start.Add(-p.cfg.Cleaning), end.Add(p.cfg.Cleaning), "", nil, excluded, bp)
+	dec, _, err := p.chooseOnce(ctx, tx, all, ps, start.Add(-p.cfg.Cleaning), end.Add(p.cfg.Cleaning), "", nil, excluded, bp, nil)
 	return dec, err
 }
 
@@ -299,7 +299,7 @@ func (p *Plugin) earliestOwned(ctx context.Context, tx *plugins.Tx, all []hosts.
 	if !notAfter.IsZero() {
 		hi = notAfter.Add(d + c)
 	}
-	bs, _, err := loadBookings(ctx, tx, lo, hi, scan, "", w.m)
+	bs, _, err := loadBookings(ctx, tx, lo, hi, scan, "", w.m, nil)
 	if err != nil {
 		return time.Time{}, false, err
 	}

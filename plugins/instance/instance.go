@@ -186,6 +186,9 @@ type Plugin struct {
 	hosts []hosts.Host // last Refresh
 	caps  capCache
 	ext   extCaps
+	// reclaimer is the host plugin's reclaim (nil: owners' instance
+	// requests do not reclaim).
+	reclaimer Reclaimer
 }
 
 // New returns the plugin.

@@ -13,6 +13,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/plugins"
+	"github.com/leasehold/leasehold/plugins/host"
 )
 
 // Reserve implements plugins.Plugin: choose the slots, store the
@@ -24,9 +25,14 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 		return "", fmt.Errorf("%s: request of type %T", ResourceType, r)
 	}
 	win := allocator.Interval{Start: lease.Start, End: lease.End}
-	dec, bp, err := p.choose(ctx, tx, req.params, win, res.ID, nil, p.ownershipOrder(lease.ProjectID))
+	o := p.ownershipOrder(lease.ProjectID)
+	dec, bp, err := p.choose(ctx, tx, req.params, win, res.ID, nil, o, nil)
+	var reclaimed map[string]host.Cut
 	if err != nil {
-		return "", err
+		// An owner whose pools cannot serve takes back what it lent.
+		if dec, bp, reclaimed, err = p.reclaimOr(ctx, tx, lease, res.ID, req.params, o, err); err != nil {
+			return "", err
+		}
 	}
 	id := uuid.NewString()
 	ps := req.params
@@ -40,6 +46,9 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 		return "", err
 	}
 	if err := recordPools(ctx, tx, lease.ID, res.ID, bp, dec.Order); err != nil {
+		return "", err
+	}
+	if err := noteReclaimed(ctx, tx, res, reclaimed); err != nil {
 		return "", err
 	}
 	if p.cfg.External != nil {
@@ -169,7 +178,7 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 		if active {
 			keep = held
 		}
-		dec, bp, err := p.choose(ctx, tx, ps, win, res.ID, keep, p.ownershipOrder(lease.ProjectID))
+		dec, bp, err := p.choose(ctx, tx, ps, win, res.ID, keep, p.ownershipOrder(lease.ProjectID), nil)
 		if err != nil {
 			return err
 		}

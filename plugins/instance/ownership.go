@@ -382,7 +382,7 @@ func dropPools(tx *plugins.Tx, resID string, keep []string) error {
 // new slots of dec draw from still hold them (MySQL: a concurrent booking
 // of the same part may have committed since the choice read them); it
 // returns the hosts whose part no longer does.
-func partsLost(ctx context.Context, tx *plugins.Tx, bp *byPool, dec allocator.SlotDecision, held map[string]int, lo, hi time.Time, exclude string, m dims, size allocator.SlotSize) ([]string, error) {
+func partsLost(ctx context.Context, tx *plugins.Tx, bp *byPool, dec allocator.SlotDecision, held map[string]int, lo, hi time.Time, exclude string, m dims, size allocator.SlotSize, ignore cutSet) ([]string, error) {
 	var ids []string
 	for _, h := range dec.Order {
 		// A held part is checked again too: the update's window may reach
@@ -394,7 +394,7 @@ func partsLost(ctx context.Context, tx *plugins.Tx, bp *byPool, dec allocator.Sl
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	bs, _, err := loadBookings(ctx, tx, lo, hi, ids, exclude, m)
+	bs, _, err := loadBookings(ctx, tx, lo, hi, ids, exclude, m, ignore)
 	if err != nil {
 		return nil, err
 	}

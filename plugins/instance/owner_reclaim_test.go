@@ -1,0 +1,182 @@
+package instance_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/leasehold/leasehold/pkg/blazar/leases"
+	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
+	"github.com/leasehold/leasehold/pkg/db"
+	"github.com/leasehold/leasehold/pkg/errs"
+	hostplugin "github.com/leasehold/leasehold/plugins/host"
+)
+
+// slotSum is the slots of lease id's reservations on host over the
+// instant at.
+func slotSum(t testing.TB, d *db.DB, leaseID, host string, at time.Time) int {
+	t.Helper()
+	var n int
+	if err := d.Raw(`SELECT COALESCE(SUM(a.slots), 0) FROM instance_allocations a JOIN reservations r ON r.id = a.reservation_id
+		WHERE r.lease_id = ? AND a.compute_host_id = ? AND a.start_date <= ? AND a.end_date > ?`, leaseID, host, at, at).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestOwnerInstanceReclaimsSlots: a's instance request that its pools
+// cannot serve (b borrowed slots of a's host) is refused within the
+// lending grace period, saying from when, and after it takes the slots
+// back: b's instance lease is cut to the reclaim time, both leases say
+// so, and b cannot book the reclaimed room again.
+func TestOwnerInstanceReclaimsSlots(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newReclaimEnv(t, d, 1)
+		e.setReclaimPlan(t)
+		ctx := context.Background()
+		pa, pb := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p2", ProjectID: "p2"}
+		// b borrows 4 of the host's 8 VCPUs.
+		borrower, err := e.svc.Create(ctx, pb, leasestest.Request("b", "2030-01-01 10:05", "2030-01-03 00:00", instanceRes(2, 2, 4096, 10, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Set(t0.Add(5 * time.Minute))
+		if _, err := e.events.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// a asks for 6.
+		mine := func(start string) (*leases.View, error) {
+			return e.svc.Create(ctx, pa, leasestest.Request("a", start, "2030-01-02 00:00", instanceRes(3, 2, 4096, 10, nil)))
+		}
+		_, err = mine("2030-01-01 10:30")
+		if kindOf(err) != errs.NotEnoughResources || !strings.Contains(err.Error(), "starting at 2030-01-01T11:05:00Z or later") {
+			t.Fatalf("reclaim within the grace period: %v", err)
+		}
+		if got, _ := e.svc.Get(ctx, pb, borrower.ID); got.EndDate != "2030-01-03T00:00:00.000000" || entry(t, got.Reservations[0]).Reclaim != nil {
+			t.Fatalf("b's lease changed by a refused reclaim: %+v", got)
+		}
+		owner, err := mine("2030-01-01 12:00")
+		if err != nil {
+			t.Fatalf("reclaim after the grace period: %v", err)
+		}
+		const at = "2030-01-01T12:00:00.000000"
+		b, err := e.svc.Get(ctx, pb, borrower.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.EndDate != at {
+			t.Fatalf("b's lease ends %s, want %s", b.EndDate, at)
+		}
+		for _, ev := range b.Events {
+			if ev.EventType == "end_lease" && ev.Time != at {
+				t.Fatalf("b's end event at %s", ev.Time)
+			}
+		}
+		want := &hostplugin.Reclaim{Action: "shortened", At: at, ByLease: owner.ID, OriginalEnd: "2030-01-03T00:00:00.000000", GraceSeconds: 3600}
+		if diff := cmp.Diff(want, entry(t, b.Reservations[0]).Reclaim); diff != "" {
+			t.Fatalf("b's reclaim note (-want +got):\n%s", diff)
+		}
+		a, err := e.svc.Get(ctx, pa, owner.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantA := &hostplugin.Reclaim{Action: "reclaimed", At: at, FromLease: borrower.ID, GraceSeconds: 3600}
+		if ea := entry(t, a.Reservations[0]); ea.Pool != "owned" || cmp.Diff(wantA, ea.Reclaim) != "" {
+			t.Fatalf("a's entry %+v, reclaim %+v, want owned with %+v", ea, ea.Reclaim, wantA)
+		}
+		// No double booking: from 12:00 the host holds a's 3 slots only,
+		// b's 2 end there.
+		noon := t0.Add(2 * time.Hour)
+		if got := [2]int{slotSum(t, d, owner.ID, "1", noon), slotSum(t, d, borrower.ID, "1", noon.Add(-time.Minute))}; got != [2]int{3, 2} {
+			t.Fatalf("slots (a at 12:00, b before): %v, want [3 2]", got)
+		}
+		if n := slotSum(t, d, borrower.ID, "1", noon); n != 0 {
+			t.Fatalf("b keeps %d slots at 12:00", n)
+		}
+		if _, err := e.svc.Create(ctx, pb, leasestest.Request("b2", "2030-01-01 13:00", "2030-01-01 14:00", instanceRes(2, 2, 4096, 10, nil))); kindOf(err) != errs.NotEnoughResources {
+			t.Fatalf("b books slots in the reclaimed window: %v", err)
+		}
+	})
+}
+
+// TestOwnerInstanceKeepsItsOwnSlots: a's own earlier slots on its host
+// stay beside the reclaim (only the borrower is cut), and a request
+// that fits without reclaiming cuts nobody.
+func TestOwnerInstanceKeepsItsOwnSlots(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newReclaimEnv(t, d, 1)
+		e.setReclaimPlan(t)
+		ctx := context.Background()
+		pa, pb := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p2", ProjectID: "p2"}
+		first, err := e.svc.Create(ctx, pa, leasestest.Request("a1", "2030-01-01 12:00", "2030-01-02 00:00", instanceRes(1, 2, 4096, 10, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		borrower, err := e.svc.Create(ctx, pb, leasestest.Request("b", "2030-01-01 10:05", "2030-01-03 00:00", instanceRes(2, 2, 4096, 10, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 2 of 8 VCPUs left: one more slot fits without a reclaim.
+		fits, err := e.svc.Create(ctx, pa, leasestest.Request("a2", "2030-01-01 12:00", "2030-01-02 00:00", instanceRes(1, 2, 4096, 10, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := e.svc.Get(ctx, pb, borrower.ID); got.EndDate != "2030-01-03T00:00:00.000000" {
+			t.Fatalf("a request that fits cut b's lease to %s", got.EndDate)
+		}
+		if got, _ := e.svc.Get(ctx, pa, fits.ID); entry(t, got.Reservations[0]).Reclaim != nil {
+			t.Fatalf("a request that fits notes a reclaim: %+v", entry(t, got.Reservations[0]))
+		}
+		// Now full: one more slot reclaims b's.
+		third, err := e.svc.Create(ctx, pa, leasestest.Request("a3", "2030-01-01 12:00", "2030-01-02 00:00", instanceRes(1, 2, 4096, 10, nil)))
+		if err != nil {
+			t.Fatalf("reclaim beside a's own slots: %v", err)
+		}
+		if got, _ := e.svc.Get(ctx, pb, borrower.ID); got.EndDate != "2030-01-01T12:00:00.000000" {
+			t.Fatalf("b's lease ends %s", got.EndDate)
+		}
+		noon := t0.Add(2 * time.Hour)
+		for _, l := range []*leases.View{first, fits, third} {
+			if n := slotSum(t, d, l.ID, "1", noon); n != 1 {
+				t.Fatalf("lease %s holds %d slots at 12:00, want 1", l.ID, n)
+			}
+		}
+	})
+}
+
+// TestOwnerInstanceCutsAHostLoan: b borrowed a's whole host for a
+// physical:host lease; a's instance request cuts it as a's host request
+// would.
+func TestOwnerInstanceCutsAHostLoan(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newReclaimEnv(t, d, 1)
+		e.setReclaimPlan(t)
+		ctx := context.Background()
+		pa, pb := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p2", ProjectID: "p2"}
+		loan, err := e.svc.Create(ctx, pb, leasestest.Request("b", "2030-01-01 10:05", "2030-01-03 00:00", leasestest.HostReservation(1, 1, "", "")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		owner, err := e.svc.Create(ctx, pa, leasestest.Request("a", "2030-01-01 12:00", "2030-01-02 00:00", instanceRes(1, 2, 4096, 10, nil)))
+		if err != nil {
+			t.Fatalf("reclaim of a host loan: %v", err)
+		}
+		b, err := e.svc.Get(ctx, pb, loan.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const at = "2030-01-01T12:00:00.000000"
+		want := &hostplugin.Reclaim{Action: "shortened", At: at, ByLease: owner.ID, OriginalEnd: "2030-01-03T00:00:00.000000", GraceSeconds: 3600}
+		if b.EndDate != at || cmp.Diff(want, entry(t, b.Reservations[0]).Reclaim) != "" {
+			t.Fatalf("b's host lease ends %s, entry %+v; want %+v", b.EndDate, entry(t, b.Reservations[0]), want)
+		}
+		var late int64
+		if err := d.Raw(`SELECT COUNT(*) FROM computehost_allocations a JOIN reservations r ON r.id = a.reservation_id
+			WHERE r.lease_id = ? AND a.end_date > ?`, loan.ID, t0.Add(2*time.Hour)).Scan(&late).Error; err != nil || late != 0 {
+			t.Fatalf("b's host bookings after the reclaim time: %d, %v", late, err)
+		}
+	})
+}

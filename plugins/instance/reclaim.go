@@ -1,0 +1,98 @@
+package instance
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/leasehold/leasehold/models"
+	"github.com/leasehold/leasehold/pkg/allocator"
+	"github.com/leasehold/leasehold/pkg/allocator/ownership"
+	"github.com/leasehold/leasehold/pkg/errs"
+	"github.com/leasehold/leasehold/plugins"
+	"github.com/leasehold/leasehold/plugins/host"
+)
+
+// Reclaimer is the host plugin's reclaim (*host.Plugin), which an
+// owner's instance request uses to take back what other projects hold of
+// its hosts: the candidates, best first, and the cuts of the borrower
+// leases with their notes, as a host request's reclaim makes them.
+type Reclaimer interface {
+	SlotCandidates(ctx context.Context, g *gorm.DB, project string, o *ownership.Order, start, end time.Time) ([]ownership.Candidate, string, error)
+	ApplyCuts(ctx context.Context, tx *plugins.Tx, ownerLease string, cuts []host.Cut) (map[string]host.Cut, error)
+}
+
+// SetReclaimer lets the owners' instance requests reclaim through r (the
+// host plugin, made after this one since it shortens borrowers through
+// this plugin). Call it before the plugin serves requests.
+func (p *Plugin) SetReclaimer(r Reclaimer) { p.reclaimer = r }
+
+// reclaimOr answers a new reservation's refusal err (the project's pools
+// cannot serve it, on a fresh read): when the project owns hosts other
+// projects hold (lent, or booked before they became its own) and their
+// lending grace period has passed, the slots are chosen with the
+// borrowers' bookings of the best candidates cut (the best one, then the
+// best two, …: as few borrowers as serve), and the borrowers' leases of
+// the chosen hosts are shortened to the reclaim time in tx. Otherwise err,
+// with a note saying from when a reclaim would serve.
+//
+// Locks: choose locks the chosen hosts (physical:host, sorted) and then
+// the lenders it borrows from; the cut hosts are among the chosen ones,
+// so ApplyCuts, which locks them again before it checks the bookings, takes
+// no new host lock, and the borrowers' other bookings are only shortened.
+// The order is the host plugin's: hosts, then lenders.
+func (p *Plugin) reclaimOr(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, resID string, ps params, o *ownership.Order, err error) (allocator.SlotDecision, *byPool, map[string]host.Cut, error) {
+	if o == nil || p.reclaimer == nil || !tx.Fresh || !notEnough(err) {
+		return allocator.SlotDecision{}, nil, nil, err
+	}
+	cands, note, rerr := p.reclaimer.SlotCandidates(ctx, tx.DB, lease.ProjectID, o, lease.Start, lease.End)
+	if rerr != nil {
+		return allocator.SlotDecision{}, nil, nil, rerr
+	}
+	win := allocator.Interval{Start: lease.Start, End: lease.End}
+	for r := 1; r <= len(cands); r++ {
+		ignore := cutSet{}
+		for _, cd := range cands[:r] {
+			for _, b := range cd.Cuts {
+				ignore[[2]string{b.Reservation, b.Host}] = true
+			}
+		}
+		dec, bp, cerr := p.choose(ctx, tx, ps, win, resID, nil, o, ignore)
+		if notEnough(cerr) {
+			continue
+		}
+		if cerr != nil {
+			return dec, nil, nil, cerr
+		}
+		// Only the chosen hosts' borrowers are cut: the choice saw the
+		// others as they are.
+		var cuts []host.Cut
+		for _, cd := range cands[:r] {
+			if dec.Slots[cd.Host] > 0 {
+				cuts = append(cuts, host.CutsOf(cd)...)
+			}
+		}
+		byHost, aerr := p.reclaimer.ApplyCuts(ctx, tx, lease.ID, cuts)
+		if aerr != nil {
+			return dec, nil, nil, aerr
+		}
+		return dec, bp, byHost, nil
+	}
+	return allocator.SlotDecision{}, nil, nil, host.WithReclaimNote(err, note)
+}
+
+// notEnough reports a refusal for lack of resources.
+func notEnough(err error) bool {
+	e := errs.As(err)
+	return e != nil && e.Kind == errs.NotEnoughResources
+}
+
+// noteReclaimed records on the owner's reservation's entries which
+// borrower lease each reclaimed host was taken back from.
+func noteReclaimed(ctx context.Context, tx *plugins.Tx, res *models.Reservation, byHost map[string]host.Cut) error {
+	if len(byHost) == 0 {
+		return nil
+	}
+	return host.NoteReclaimed(ctx, tx, res.ID, byHost)
+}
