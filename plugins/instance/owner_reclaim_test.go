@@ -2,6 +2,7 @@ package instance_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +178,79 @@ func TestOwnerInstanceCutsAHostLoan(t *testing.T) {
 		if err := d.Raw(`SELECT COUNT(*) FROM computehost_allocations a JOIN reservations r ON r.id = a.reservation_id
 			WHERE r.lease_id = ? AND a.end_date > ?`, loan.ID, t0.Add(2*time.Hour)).Scan(&late).Error; err != nil || late != 0 {
 			t.Fatalf("b's host bookings after the reclaim time: %d, %v", late, err)
+		}
+	})
+}
+
+// vcpusAt is the VCPUs instance slots take on host at the instant at.
+func vcpusAt(t testing.TB, d *db.DB, host string, at time.Time) int64 {
+	t.Helper()
+	var n int64
+	if err := d.Raw(`SELECT COALESCE(SUM(a.slots * r.vcpus), 0) FROM instance_allocations a JOIN instance_reservations r ON r.reservation_id = a.reservation_id
+		WHERE a.compute_host_id = ? AND a.start_date <= ? AND a.end_date > ?`, host, at, at).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestOwnerInstanceReclaimRacesABorrower: a's instance request that
+// must reclaim and b's new loan of the rest of a's host run
+// concurrently (on MariaDB both lock the host): a always gets its slots,
+// b's new loan is either refused or cut with its first one, and the host
+// is never booked past its 8 VCPUs.
+func TestOwnerInstanceReclaimRacesABorrower(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newReclaimEnv(t, d, 1)
+		e.setReclaimPlan(t)
+		ctx := context.Background()
+		pa, pb := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p2", ProjectID: "p2"}
+		for round := range 4 {
+			day := time.Date(2030, 1, 2+5*round, 0, 0, 0, 0, time.UTC)
+			at := func(h, m int) string {
+				return day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute).Format("2006-01-02 15:04")
+			}
+			first, err := e.svc.Create(ctx, pb, leasestest.Request(fmt.Sprintf("b1-%d", round), at(0, 0), at(48, 0), instanceRes(2, 2, 4096, 10, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				v   *leases.View
+				err error
+			}
+			owner, loan := make(chan result, 1), make(chan result, 1)
+			go func() {
+				v, err := e.svc.Create(ctx, pa, leasestest.Request(fmt.Sprintf("a-%d", round), at(12, 0), at(24, 0), instanceRes(3, 2, 4096, 10, nil)))
+				owner <- result{v, err}
+			}()
+			go func() {
+				v, err := e.svc.Create(ctx, pb, leasestest.Request(fmt.Sprintf("b2-%d", round), at(11, 30), at(24, 0), instanceRes(2, 2, 4096, 10, nil)))
+				loan <- result{v, err}
+			}()
+			a, b2 := <-owner, <-loan
+			if a.err != nil {
+				t.Fatalf("round %d: the owner's reclaim: %v", round, a.err)
+			}
+			noon := day.Add(12 * time.Hour)
+			switch {
+			case b2.err == nil:
+				// b's second loan came first: the reclaim cut it too.
+				if got, _ := e.svc.Get(ctx, pb, b2.v.ID); got.EndDate != noon.Format("2006-01-02T15:04:05.000000") {
+					t.Fatalf("round %d: b's second loan ends %s, not at the reclaim time", round, got.EndDate)
+				}
+			case kindOf(b2.err) != errs.NotEnoughResources:
+				t.Fatalf("round %d: b's second loan: %v", round, b2.err)
+			}
+			if got, _ := e.svc.Get(ctx, pb, first.ID); got.EndDate != noon.Format("2006-01-02T15:04:05.000000") {
+				t.Fatalf("round %d: b's first loan ends %s", round, got.EndDate)
+			}
+			for _, instant := range []time.Time{noon.Add(-15 * time.Minute), noon, noon.Add(30 * time.Minute)} {
+				if n := vcpusAt(t, d, "1", instant); n > 8 {
+					t.Fatalf("round %d: %d VCPUs booked at %s", round, n, instant)
+				}
+			}
+			if n := slotSum(t, d, a.v.ID, "1", noon); n != 3 {
+				t.Fatalf("round %d: a holds %d slots", round, n)
+			}
 		}
 	})
 }

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -79,7 +80,31 @@ func (p *Plugin) reclaimOr(ctx context.Context, tx *plugins.Tx, lease plugins.Le
 		}
 		return dec, bp, byHost, nil
 	}
+	// On MySQL a loan committed after the candidates were read may have
+	// filled what they would free: read them again, and when they
+	// changed run the write again rather than refuse.
+	if len(cands) > 0 {
+		again, _, rerr := p.reclaimer.SlotCandidates(ctx, tx.DB, lease.ProjectID, o, lease.Start, lease.End)
+		if rerr != nil {
+			return allocator.SlotDecision{}, nil, nil, rerr
+		}
+		if !slices.Equal(cutKeys(cands), cutKeys(again)) {
+			return allocator.SlotDecision{}, nil, nil, plugins.ErrRetry
+		}
+	}
 	return allocator.SlotDecision{}, nil, nil, host.WithReclaimNote(err, note)
+}
+
+// cutKeys lists the bookings candidates cut, in a fixed order.
+func cutKeys(cands []ownership.Candidate) []string {
+	var out []string
+	for _, cd := range cands {
+		for _, b := range cd.Cuts {
+			out = append(out, b.Reservation+"\x00"+b.Host+"\x00"+b.Start.String()+"\x00"+b.End.String())
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // notEnough reports a refusal for lack of resources.
