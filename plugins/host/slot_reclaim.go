@@ -71,3 +71,37 @@ func NoteReclaimed(ctx context.Context, tx *plugins.Tx, resID string, byHost map
 // WithReclaimNote adds note (SlotCandidates) to a refusal for lack of
 // resources.
 func WithReclaimNote(err error, note string) error { return withNote(err, note) }
+
+// SlotLoans returns the bookings of the hosts o's consumer owns that
+// other projects hold over [lo, hi), read in g, which a reclaim for an
+// instance request of project may cut: (reservation, host) → the first
+// reclaim time at which it can, the lending grace period after now and
+// a minute after the booking's start (slots are cut only once begun
+// before the reclaim time, never moved). The instance plugins' earliest
+// search sees such a booking end there.
+func (p *Plugin) SlotLoans(ctx context.Context, g *gorm.DB, project string, o *ownership.Order, lo, hi time.Time) (map[[2]string]time.Time, error) {
+	if o == nil {
+		return nil, nil
+	}
+	grace := o.Lendable(false)
+	if len(grace) == 0 {
+		return nil, nil
+	}
+	bookings, err := p.reclaimBookings(ctx, g, slices.Sorted(maps.Keys(grace)), lo, hi, project, o)
+	if err != nil {
+		return nil, err
+	}
+	now := p.now().UTC()
+	out := map[[2]string]time.Time{}
+	for _, b := range bookings {
+		if !b.Borrowed || b.Fixed {
+			continue
+		}
+		from := maxTime(reclaimAfter(now, grace[b.Host]), b.Start.Add(time.Minute))
+		k := [2]string{b.Reservation, b.Host}
+		if t, ok := out[k]; !ok || from.After(t) {
+			out[k] = from
+		}
+	}
+	return out, nil
+}

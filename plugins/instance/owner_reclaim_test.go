@@ -254,3 +254,55 @@ func TestOwnerInstanceReclaimRacesABorrower(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnerInstanceEarliestReclaims: within the lending grace period the
+// earliest window of a's instance request is the first start a reclaim
+// serves, not the borrower's end, and a lease created at "earliest" gets
+// it, cutting the borrower there. A loan beginning after the search's
+// start is cut only from a minute after it begins (slots never move).
+func TestOwnerInstanceEarliestReclaims(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newReclaimEnv(t, d, 1)
+		e.setReclaimPlan(t)
+		ctx := context.Background()
+		pa, pb := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p2", ProjectID: "p2"}
+		borrower, err := e.svc.Create(ctx, pb, leasestest.Request("b", "2030-01-01 10:05", "2030-01-03 00:00", instanceRes(2, 2, 4096, 10, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		later, err := e.svc.Create(ctx, pb, leasestest.Request("b-later", "2030-01-02 06:00", "2030-01-03 00:00", instanceRes(2, 2, 4096, 10, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Set(t0.Add(5 * time.Minute))
+		if _, err := e.events.RunDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		res := []leases.ReservationRequest{leasestest.Reservation(instanceRes(3, 2, 4096, 10, nil))}
+		// Now: the grace period ends at 11:05.
+		if win, err := e.svc.Earliest(ctx, pa, leases.EarliestRequest{Duration: time.Hour, Reservations: res}); err != nil || win.StartDate != "2030-01-01T11:05:00.000000" {
+			t.Fatalf("earliest = %+v, %v; want 11:05", win, err)
+		}
+		// From 05:30 the next day both loans must go; the later one can be
+		// cut only from 06:01.
+		after := "2030-01-02 05:30"
+		if win, err := e.svc.Earliest(ctx, pa, leases.EarliestRequest{After: &after, Duration: time.Hour, Reservations: res}); err != nil || win.StartDate != "2030-01-02T06:01:00.000000" {
+			t.Fatalf("earliest after 05:30 = %+v, %v; want 06:01", win, err)
+		}
+		req := leasestest.Request("a", "earliest", "", instanceRes(3, 2, 4096, 10, nil))
+		req.EndDate = nil
+		v, err := e.svc.CreateEarliest(ctx, pa, req, nil, time.Hour)
+		if err != nil {
+			t.Fatalf("create at earliest: %v", err)
+		}
+		if v.StartDate != "2030-01-01T11:05:00.000000" {
+			t.Fatalf("created at %s, want 11:05", v.StartDate)
+		}
+		if got, _ := e.svc.Get(ctx, pb, borrower.ID); got.EndDate != "2030-01-01T11:05:00.000000" {
+			t.Fatalf("b's lease ends %s, want 11:05", got.EndDate)
+		}
+		if got, _ := e.svc.Get(ctx, pb, later.ID); got.EndDate != "2030-01-03T00:00:00.000000" {
+			t.Fatalf("b's later lease ends %s, untouched by a reclaim at 11:05", got.EndDate)
+		}
+	})
+}

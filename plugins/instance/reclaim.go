@@ -22,6 +22,7 @@ import (
 type Reclaimer interface {
 	SlotCandidates(ctx context.Context, g *gorm.DB, project string, o *ownership.Order, start, end time.Time) ([]ownership.Candidate, string, error)
 	ApplyCuts(ctx context.Context, tx *plugins.Tx, ownerLease string, cuts []host.Cut) (map[string]host.Cut, error)
+	SlotLoans(ctx context.Context, g *gorm.DB, project string, o *ownership.Order, lo, hi time.Time) (map[[2]string]time.Time, error)
 }
 
 // SetReclaimer lets the owners' instance requests reclaim through r (the
@@ -53,13 +54,7 @@ func (p *Plugin) reclaimOr(ctx context.Context, tx *plugins.Tx, lease plugins.Le
 	}
 	win := allocator.Interval{Start: lease.Start, End: lease.End}
 	for r := 1; r <= len(cands); r++ {
-		ignore := cutSet{}
-		for _, cd := range cands[:r] {
-			for _, b := range cd.Cuts {
-				ignore[[2]string{b.Reservation, b.Host}] = true
-			}
-		}
-		dec, bp, cerr := p.choose(ctx, tx, ps, win, resID, nil, o, ignore)
+		dec, bp, cerr := p.choose(ctx, tx, ps, win, resID, nil, o, cutsOf(cands[:r]))
 		if notEnough(cerr) {
 			continue
 		}
@@ -104,6 +99,17 @@ func cutKeys(cands []ownership.Candidate) []string {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// cutsOf is the bookings cands cut.
+func cutsOf(cands []ownership.Candidate) cutSet {
+	out := cutSet{}
+	for _, cd := range cands {
+		for _, b := range cd.Cuts {
+			out[[2]string{b.Reservation, b.Host}] = true
+		}
+	}
 	return out
 }
 
