@@ -57,6 +57,17 @@ func TestInstanceReclaimFromInstanceLease(t *testing.T) {
 	if l := getLease(t, ts, val, borrower); entries(t, l)[0]["reclaim"] != nil || l["end_date"] != now.Add(24*time.Hour).Truncate(time.Minute).Format("2006-01-02T15:04:05.000000") {
 		t.Fatalf("a refused reclaim changed PB's lease: %v", l)
 	}
+	// The earliest window is the first whole minute after the grace
+	// period (asked now: within a minute or two of an hour from now).
+	status, body = doChecked(t, ts, val, "u:PA", "POST", "/v1/leases/earliest", `{"duration": 3600, "reservations": [{"resource_type": "virtual:instance",
+ "amount": 3, "vcpus": 2, "memory_mb": 4096, "disk_gb": 10, "affinity": null, "resource_properties": ""}]}`)
+	if status != 200 {
+		t.Fatalf("PA's earliest window: %d %v", status, body)
+	}
+	got, err := time.Parse("2006-01-02T15:04:05.000000", body["earliest"].(map[string]any)["start_date"].(string))
+	if err != nil || got.Before(now.Add(time.Hour)) || got.After(now.Add(time.Hour+3*time.Minute)) {
+		t.Fatalf("PA's earliest window starts %v (%v), want the end of the grace period, about %s", got, err, now.Add(time.Hour))
+	}
 	// In two hours: a reclaims its slots, PB's lease ends then.
 	at := now.Add(2 * time.Hour)
 	status, body = doChecked(t, ts, val, "u:PA", "POST", "/v1/leases", instanceBody("pa-later", fmtDate(at), fmtDate(now.Add(30*time.Hour)), 3))
