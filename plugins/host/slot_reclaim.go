@@ -25,14 +25,15 @@ type Cut = cut
 // hold (lent, or booked before they became its own) and that a reclaim
 // for an instance request of project over [start, end), read in g, may
 // take back, best first (ownership.ReclaimableSlots: the owner's own
-// bookings stay, loans are cut, never moved); note says from when a
-// reclaim refused only for the lending grace period would serve (""
-// when none was).
-func (p *Plugin) SlotCandidates(ctx context.Context, g *gorm.DB, project string, o *ownership.Order, start, end time.Time) (cands []ownership.Candidate, note string, err error) {
+// bookings stay, loans are cut, never moved); with eager only the hosts
+// of the groups whose plan entry reclaims before less preferred pools
+// (Order.Lendable). note says from when a reclaim refused only for the
+// lending grace period would serve ("" when none was).
+func (p *Plugin) SlotCandidates(ctx context.Context, g *gorm.DB, project string, o *ownership.Order, eager bool, start, end time.Time) (cands []ownership.Candidate, note string, err error) {
 	if o == nil {
 		return nil, "", nil
 	}
-	grace := o.Lendable(false)
+	grace := o.Lendable(eager)
 	if len(grace) == 0 {
 		return nil, "", nil
 	}

@@ -242,7 +242,8 @@ func (p *Plugin) domainOf(h *hosts.Host) string {
 //
 // The bookings of ignore are left out of the use read (before and under
 // the locks): an owner's reclaim cuts them in the same transaction.
-func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allocator.Interval, resID string, held map[string]int, o *ownership.Order, ignore cutSet) (allocator.SlotDecision, *byPool, error) {
+// stages bounds the prefixes of o's pools tried (0: all).
+func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allocator.Interval, resID string, held map[string]int, o *ownership.Order, ignore cutSet, stages int) (allocator.SlotDecision, *byPool, error) {
 	all, err := p.hostList(ctx)
 	if err != nil {
 		return allocator.SlotDecision{}, nil, err
@@ -256,7 +257,7 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 		if err != nil {
 			return allocator.SlotDecision{}, nil, err
 		}
-		bp = &byPool{order: o, budgets: b}
+		bp = &byPool{order: o, budgets: b, stages: stages}
 	}
 	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
 	excluded := map[string]bool{}
@@ -444,7 +445,7 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 		o, ok := owners[[2]string{resID, h}]
 		return o, ok
 	}
-	dec, picks, err := stagedSlots(bp.order, bp.budgets, slotHosts, w.size, partPeaks(byHost, owners, lo, hi), heldPart,
+	dec, picks, err := stagedSlots(bp.order, bp.budgets, bp.stages, slotHosts, w.size, partPeaks(byHost, owners, lo, hi), heldPart,
 		func(hs []allocator.SlotHost, freeOutside int) (allocator.SlotDecision, error) {
 			r := req
 			r.FreeOutside = freeOutside

@@ -229,7 +229,7 @@ func (p *Plugin) chooseAt(ctx context.Context, tx *plugins.Tx, all []hosts.Host,
 	if err == nil || !mayReclaim || o == nil || p.reclaimer == nil || !errors.As(err, &ne) {
 		return dec, err
 	}
-	cands, _, rerr := p.reclaimer.SlotCandidates(ctx, tx.DB, project, o, start, end)
+	cands, _, rerr := p.reclaimer.SlotCandidates(ctx, tx.DB, project, o, false, start, end)
 	if rerr != nil {
 		return dec, rerr
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/plugins"
-	"github.com/leasehold/leasehold/plugins/host"
 )
 
 // Reserve implements plugins.Plugin: choose the slots, store the
@@ -26,12 +25,19 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 	}
 	win := allocator.Interval{Start: lease.Start, End: lease.End}
 	o := p.ownershipOrder(lease.ProjectID)
-	dec, bp, err := p.choose(ctx, tx, req.params, win, res.ID, nil, o, nil)
-	var reclaimed map[string]host.Cut
+	// An owner whose entry says reclaim takes back what it lent before
+	// less preferred pools are tried.
+	dec, bp, reclaimed, own, err := p.reclaimFirst(ctx, tx, lease, res.ID, req.params, o)
 	if err != nil {
-		// An owner whose pools cannot serve takes back what it lent.
-		if dec, bp, reclaimed, err = p.reclaimOr(ctx, tx, lease, res.ID, req.params, o, err); err != nil {
-			return "", err
+		return "", err
+	}
+	if !own {
+		dec, bp, err = p.choose(ctx, tx, req.params, win, res.ID, nil, o, nil, 0)
+		if err != nil {
+			// An owner whose pools cannot serve takes back what it lent.
+			if dec, bp, reclaimed, err = p.reclaimOr(ctx, tx, lease, res.ID, req.params, o, err); err != nil {
+				return "", err
+			}
 		}
 	}
 	id := uuid.NewString()
@@ -178,7 +184,7 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 		if active {
 			keep = held
 		}
-		dec, bp, err := p.choose(ctx, tx, ps, win, res.ID, keep, p.ownershipOrder(lease.ProjectID), nil)
+		dec, bp, err := p.choose(ctx, tx, ps, win, res.ID, keep, p.ownershipOrder(lease.ProjectID), nil, 0)
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasehold/leasehold/pkg/blazar/leases"
 	"github.com/leasehold/leasehold/pkg/blazar/leases/leasestest"
+	"github.com/leasehold/leasehold/pkg/blazar/ownership"
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/errs"
 	hostplugin "github.com/leasehold/leasehold/plugins/host"
@@ -305,4 +306,48 @@ func TestOwnerInstanceEarliestReclaims(t *testing.T) {
 			t.Fatalf("b's later lease ends %s, untouched by a reclaim at 11:05", got.EndDate)
 		}
 	})
+}
+
+// TestOwnerInstanceReclaimsFirst: with reclaim on its plan entry, a
+// takes its lent host back before it uses the public one; without, the
+// public host serves it and b keeps its loan.
+func TestOwnerInstanceReclaimsFirst(t *testing.T) {
+	for _, eager := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reclaim=%v", eager), func(t *testing.T) {
+			each(t, func(t *testing.T, d *db.DB) {
+				e := newReclaimEnv(t, d, 2)
+				e.setPlan(t, 0, ownership.Plan{
+					Consumers: []ownership.Consumer{{ID: "dom", Rank: 1}, {ID: "a", ParentID: "dom", Rank: 1, ProjectID: "p1"},
+						{ID: "b", ParentID: "dom", Rank: 2, ProjectID: "p2"}},
+					Groups: []ownership.Group{{Name: "g1", Hosts: []string{"1"}}},
+					Entries: []ownership.Entry{{Consumer: "dom", Group: "g1", Amount: 1},
+						{Consumer: "a", Group: "g1", Amount: 1, Lend: true, LendGraceSeconds: 3600, Reclaim: eager}},
+				})
+				ctx := context.Background()
+				pa, pb := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p2", ProjectID: "p2"}
+				borrower, err := e.svc.Create(ctx, pb, leasestest.Request("b", "2030-01-01 10:05", "2030-01-03 00:00", instanceRes(2, 2, 4096, 10, nil)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := e.svc.Get(ctx, pb, borrower.ID); pools(t, got.Reservations[0]) != "1:private:dom<a" {
+					t.Fatalf("b's slots from %s, want a's lent host", pools(t, got.Reservations[0]))
+				}
+				// All on one host: a's own host cannot take them beside b's.
+				owner, err := e.svc.Create(ctx, pa, leasestest.Request("a", "2030-01-01 12:00", "2030-01-02 00:00", instanceRes(3, 2, 4096, 10, true)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, _ := e.svc.Get(ctx, pa, owner.ID)
+				b, _ := e.svc.Get(ctx, pb, borrower.ID)
+				got := [2]string{pools(t, a.Reservations[0]), b.EndDate}
+				want := [2]string{"2:public", "2030-01-03T00:00:00.000000"}
+				if eager {
+					want = [2]string{"1:owned:a", "2030-01-01T12:00:00.000000"}
+				}
+				if got != want {
+					t.Fatalf("a's slots and b's end: %v, want %v", got, want)
+				}
+			})
+		})
+	}
 }

@@ -20,7 +20,7 @@ import (
 // its hosts: the candidates, best first, and the cuts of the borrower
 // leases with their notes, as a host request's reclaim makes them.
 type Reclaimer interface {
-	SlotCandidates(ctx context.Context, g *gorm.DB, project string, o *ownership.Order, start, end time.Time) ([]ownership.Candidate, string, error)
+	SlotCandidates(ctx context.Context, g *gorm.DB, project string, o *ownership.Order, eager bool, start, end time.Time) ([]ownership.Candidate, string, error)
 	ApplyCuts(ctx context.Context, tx *plugins.Tx, ownerLease string, cuts []host.Cut) (map[string]host.Cut, error)
 	SlotLoans(ctx context.Context, g *gorm.DB, project string, o *ownership.Order, lo, hi time.Time) (map[[2]string]time.Time, error)
 }
@@ -48,18 +48,56 @@ func (p *Plugin) reclaimOr(ctx context.Context, tx *plugins.Tx, lease plugins.Le
 	if o == nil || p.reclaimer == nil || !tx.Fresh || !notEnough(err) {
 		return allocator.SlotDecision{}, nil, nil, err
 	}
-	cands, note, rerr := p.reclaimer.SlotCandidates(ctx, tx.DB, lease.ProjectID, o, lease.Start, lease.End)
-	if rerr != nil {
-		return allocator.SlotDecision{}, nil, nil, rerr
+	dec, bp, byHost, ok, note, rerr := p.planReclaim(ctx, tx, lease, resID, ps, o, false, 0)
+	if rerr != nil || ok {
+		return dec, bp, byHost, rerr
+	}
+	return allocator.SlotDecision{}, nil, nil, host.WithReclaimNote(err, note)
+}
+
+// reclaimFirst serves an owner's request from its own pools, reclaiming
+// the hosts of the groups whose plan entry says reclaim (Entry.Reclaim),
+// before less preferred pools are tried, as the host plugin does: ok
+// when its own pools served it, with or without a reclaim (byHost: what
+// was cut). When they cannot, the ordinary choice goes on.
+func (p *Plugin) reclaimFirst(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, resID string, ps params, o *ownership.Order) (dec allocator.SlotDecision, bp *byPool, byHost map[string]host.Cut, ok bool, err error) {
+	if o == nil || p.reclaimer == nil {
+		return dec, nil, nil, false, nil
+	}
+	stages := o.OwnedStages()
+	if stages == 0 || len(o.Lendable(true)) == 0 {
+		return dec, nil, nil, false, nil
+	}
+	// The own pools without a reclaim: the ordinary choice would make
+	// this one (its smallest serving prefix).
+	win := allocator.Interval{Start: lease.Start, End: lease.End}
+	dec, bp, err = p.choose(ctx, tx, ps, win, resID, nil, o, nil, stages)
+	if err == nil || !notEnough(err) {
+		// A refusal on a stale view (not fresh) runs the write again.
+		return dec, bp, nil, err == nil, err
+	}
+	dec, bp, byHost, ok, _, err = p.planReclaim(ctx, tx, lease, resID, ps, o, true, stages)
+	return dec, bp, byHost, ok, err
+}
+
+// planReclaim chooses the slots with the borrowers of the best candidate
+// cut, then of the best two, …, from the first stages pools (0: all),
+// and cuts those of the hosts chosen: ok when a choice served. eager
+// takes only the hosts of the groups whose entry says reclaim. note says
+// from when a reclaim refused for the grace period would serve.
+func (p *Plugin) planReclaim(ctx context.Context, tx *plugins.Tx, lease plugins.Lease, resID string, ps params, o *ownership.Order, eager bool, stages int) (allocator.SlotDecision, *byPool, map[string]host.Cut, bool, string, error) {
+	cands, note, err := p.reclaimer.SlotCandidates(ctx, tx.DB, lease.ProjectID, o, eager, lease.Start, lease.End)
+	if err != nil {
+		return allocator.SlotDecision{}, nil, nil, false, "", err
 	}
 	win := allocator.Interval{Start: lease.Start, End: lease.End}
 	for r := 1; r <= len(cands); r++ {
-		dec, bp, cerr := p.choose(ctx, tx, ps, win, resID, nil, o, cutsOf(cands[:r]))
+		dec, bp, cerr := p.choose(ctx, tx, ps, win, resID, nil, o, cutsOf(cands[:r]), stages)
 		if notEnough(cerr) {
 			continue
 		}
 		if cerr != nil {
-			return dec, nil, nil, cerr
+			return dec, nil, nil, false, "", cerr
 		}
 		// Only the chosen hosts' borrowers are cut: the choice saw the
 		// others as they are.
@@ -71,23 +109,23 @@ func (p *Plugin) reclaimOr(ctx context.Context, tx *plugins.Tx, lease plugins.Le
 		}
 		byHost, aerr := p.reclaimer.ApplyCuts(ctx, tx, lease.ID, cuts)
 		if aerr != nil {
-			return dec, nil, nil, aerr
+			return dec, nil, nil, false, "", aerr
 		}
-		return dec, bp, byHost, nil
+		return dec, bp, byHost, true, "", nil
 	}
 	// On MySQL a loan committed after the candidates were read may have
 	// filled what they would free: read them again, and when they
 	// changed run the write again rather than refuse.
 	if len(cands) > 0 {
-		again, _, rerr := p.reclaimer.SlotCandidates(ctx, tx.DB, lease.ProjectID, o, lease.Start, lease.End)
+		again, _, rerr := p.reclaimer.SlotCandidates(ctx, tx.DB, lease.ProjectID, o, eager, lease.Start, lease.End)
 		if rerr != nil {
-			return allocator.SlotDecision{}, nil, nil, rerr
+			return allocator.SlotDecision{}, nil, nil, false, "", rerr
 		}
 		if !slices.Equal(cutKeys(cands), cutKeys(again)) {
-			return allocator.SlotDecision{}, nil, nil, plugins.ErrRetry
+			return allocator.SlotDecision{}, nil, nil, false, "", plugins.ErrRetry
 		}
 	}
-	return allocator.SlotDecision{}, nil, nil, host.WithReclaimNote(err, note)
+	return allocator.SlotDecision{}, nil, nil, false, note, nil
 }
 
 // cutKeys lists the bookings candidates cut, in a fixed order.
