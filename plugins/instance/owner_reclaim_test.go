@@ -351,3 +351,54 @@ func TestOwnerInstanceReclaimsFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnerInstanceReclaimsRace: two of a's instance requests that both
+// need b's slots on a's host, and fit only one at a time, run
+// concurrently: exactly one is made, b is cut once, and the host is never
+// booked past its 8 VCPUs.
+func TestOwnerInstanceReclaimsRace(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newReclaimEnv(t, d, 1)
+		e.setReclaimPlan(t)
+		ctx := context.Background()
+		pa, pb := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p2", ProjectID: "p2"}
+		for round := range 4 {
+			day := time.Date(2030, 1, 2+5*round, 0, 0, 0, 0, time.UTC)
+			at := func(h int) string { return day.Add(time.Duration(h) * time.Hour).Format("2006-01-02 15:04") }
+			loan, err := e.svc.Create(ctx, pb, leasestest.Request(fmt.Sprintf("b-%d", round), at(0), at(48), instanceRes(2, 2, 4096, 10, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			results := make(chan error, 2)
+			for i := range 2 {
+				go func() {
+					_, err := e.svc.Create(ctx, pa, leasestest.Request(fmt.Sprintf("a%d-%d", i, round), at(12), at(24), instanceRes(3, 2, 4096, 10, nil)))
+					results <- err
+				}()
+			}
+			var made, refused int
+			for range 2 {
+				switch err := <-results; {
+				case err == nil:
+					made++
+				case kindOf(err) == errs.NotEnoughResources:
+					refused++
+				default:
+					t.Errorf("round %d: %v", round, err)
+				}
+			}
+			if made != 1 || refused != 1 {
+				t.Fatalf("round %d: %d made, %d refused; want 1 and 1", round, made, refused)
+			}
+			noon := day.Add(12 * time.Hour)
+			if got, _ := e.svc.Get(ctx, pb, loan.ID); got.EndDate != noon.Format("2006-01-02T15:04:05.000000") {
+				t.Fatalf("round %d: b's loan ends %s", round, got.EndDate)
+			}
+			for _, instant := range []time.Time{noon.Add(-time.Minute), noon, noon.Add(6 * time.Hour)} {
+				if n := vcpusAt(t, d, "1", instant); n > 8 {
+					t.Fatalf("round %d: %d VCPUs booked at %s", round, n, instant)
+				}
+			}
+		}
+	})
+}
