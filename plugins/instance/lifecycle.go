@@ -13,6 +13,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/plugins"
+	"github.com/leasehold/leasehold/plugins/host"
 )
 
 // Reserve implements plugins.Plugin: choose the slots, store the
@@ -184,9 +185,18 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 		if active {
 			keep = held
 		}
-		dec, bp, err := p.choose(ctx, tx, ps, win, res.ID, keep, p.ownershipOrder(lease.ProjectID), nil, 0)
+		o := p.ownershipOrder(lease.ProjectID)
+		dec, bp, err := p.choose(ctx, tx, ps, win, res.ID, keep, o, nil, 0)
+		var reclaimed map[string]host.Cut
 		if err != nil {
-			return err
+			// A pending reservation placed again reclaims as a new one
+			// does; an active one grows where it is.
+			if active {
+				return err
+			}
+			if dec, bp, reclaimed, err = p.reclaimOr(ctx, tx, lease, res.ID, ps, o, err); err != nil {
+				return err
+			}
 		}
 		slots = dec.Slots
 		if bp != nil {
@@ -200,6 +210,9 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 				return err
 			}
 			if err := recordPools(ctx, tx, lease.ID, res.ID, bp, dec.Order); err != nil {
+				return err
+			}
+			if err := noteReclaimed(ctx, tx, res, reclaimed); err != nil {
 				return err
 			}
 		}

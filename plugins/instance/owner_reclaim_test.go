@@ -402,3 +402,39 @@ func TestOwnerInstanceReclaimsRace(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnerInstanceUpdateReclaims: a's pending instance reservation
+// that grows past what b's loan leaves of a's host reclaims the loan as
+// a new reservation would, and says so on its entry.
+func TestOwnerInstanceUpdateReclaims(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		e := newReclaimEnv(t, d, 1)
+		e.setReclaimPlan(t)
+		ctx := context.Background()
+		pa, pb := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p2", ProjectID: "p2"}
+		mine, err := e.svc.Create(ctx, pa, leasestest.Request("a", "2030-01-01 12:00", "2030-01-02 00:00", instanceRes(1, 2, 4096, 10, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		loan, err := e.svc.Create(ctx, pb, leasestest.Request("b", "2030-01-01 10:05", "2030-01-03 00:00", instanceRes(2, 2, 4096, 10, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resID := mine.Reservations[0]["id"].(string)
+		if _, err := e.svc.Update(ctx, pa, mine.ID, leases.UpdateRequest{Reservations: []leases.ReservationUpdate{{ID: resID, Values: map[string]any{"amount": 3}}}}); err != nil {
+			t.Fatalf("update reclaiming: %v", err)
+		}
+		b, _ := e.svc.Get(ctx, pb, loan.ID)
+		if b.EndDate != "2030-01-01T12:00:00.000000" {
+			t.Fatalf("b's lease ends %s", b.EndDate)
+		}
+		a, _ := e.svc.Get(ctx, pa, mine.ID)
+		want := &hostplugin.Reclaim{Action: "reclaimed", At: "2030-01-01T12:00:00.000000", FromLease: loan.ID, GraceSeconds: 3600}
+		if diff := cmp.Diff(want, entry(t, a.Reservations[0]).Reclaim); diff != "" {
+			t.Fatalf("a's reclaim note (-want +got):\n%s", diff)
+		}
+		if n := slotSum(t, d, mine.ID, "1", t0.Add(2*time.Hour)); n != 3 {
+			t.Fatalf("a holds %d slots", n)
+		}
+	})
+}
