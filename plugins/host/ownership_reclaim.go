@@ -200,14 +200,14 @@ func (p *Plugin) reclaimBookings(ctx context.Context, g *gorm.DB, hostIDs []stri
 	var rows []struct {
 		ComputeHostID, ReservationID, LeaseID, ProjectID, Status, ResourceType string
 		StartDate, EndDate                                                     time.Time
-		LentBy                                                                 *string
+		Pool, Consumer, LentBy                                                 *string
 		Others                                                                 int
 	}
 	types := []string{ResourceType}
 	for _, pl := range p.cfg.Shorteners {
 		types = append(types, pl.ResourceType())
 	}
-	err := g.WithContext(ctx).Raw(`SELECT a.compute_host_id, a.reservation_id, r.lease_id, l.project_id, l.status, r.resource_type, a.start_date, a.end_date, o.lent_by,
+	err := g.WithContext(ctx).Raw(`SELECT a.compute_host_id, a.reservation_id, r.lease_id, l.project_id, l.status, r.resource_type, a.start_date, a.end_date, o.pool, o.consumer, o.lent_by,
  (SELECT COUNT(*) FROM reservations x WHERE x.lease_id = r.lease_id AND (x.resource_type NOT IN ? OR x.resource_type <> ? AND x.status = ?)) AS others
  FROM computehost_allocations a JOIN reservations r ON r.id = a.reservation_id JOIN leases l ON l.id = r.lease_id
  LEFT JOIN ownership_pools o ON o.reservation_id = a.reservation_id AND o.compute_host_id = a.compute_host_id
@@ -222,8 +222,18 @@ func (p *Plugin) reclaimBookings(ctx context.Context, g *gorm.DB, hostIDs []stri
 			Borrowed: r.ProjectID != project && (r.LentBy != nil && *r.LentBy != "" || o.HeldOutside(r.ComputeHostID, r.ProjectID)),
 			Fixed:    (r.Status != leasePending && r.Status != leaseActive) || r.Others > 0,
 			Stays:    r.ResourceType != ResourceType}
+		if r.Pool != nil {
+			out[i].Part = ownership.PartOwner(*r.Pool, deref(r.Consumer), deref(r.LentBy))
+		}
 	}
 	return out, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // shortenOthers shortens, in tx, lease l's reservations of the

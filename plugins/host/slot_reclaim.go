@@ -30,20 +30,44 @@ type Cut = cut
 // (Order.Lendable). note says from when a reclaim refused only for the
 // lending grace period would serve ("" when none was).
 func (p *Plugin) SlotCandidates(ctx context.Context, g *gorm.DB, project string, o *ownership.Order, eager bool, start, end time.Time) (cands []ownership.Candidate, note string, err error) {
-	if o == nil {
-		return nil, "", nil
-	}
-	grace := o.Lendable(eager)
-	if len(grace) == 0 {
-		return nil, "", nil
-	}
-	lo, hi := start.Add(-p.cfg.Cleaning), end.Add(p.cfg.Cleaning)
-	bookings, err := p.reclaimBookings(ctx, g, slices.Sorted(maps.Keys(grace)), lo, hi, project, o)
-	if err != nil {
+	grace, bookings, err := p.slotBookings(ctx, g, project, o, eager, start.Add(-p.cfg.Cleaning), end.Add(p.cfg.Cleaning))
+	if err != nil || len(grace) == 0 {
 		return nil, "", err
 	}
 	cands, later := ownership.ReclaimableSlots(p.now().UTC(), start, end, p.cfg.Cleaning, grace, bookings, o.RankOf)
 	return cands, reclaimNote(later), nil
+}
+
+// slotBookings reads what a reclaim for an instance request of project
+// may take back over [lo, hi): the hosts o's consumer owns (Lendable) and
+// the partly owned hosts where it owns a part (LendableParts), with
+// their lending grace periods, and the bookings of those hosts; on a
+// partly owned host only the bookings drawn from the consumer's part,
+// since the other parts' bookings share the host whatever it does.
+func (p *Plugin) slotBookings(ctx context.Context, g *gorm.DB, project string, o *ownership.Order, eager bool, lo, hi time.Time) (map[string]time.Duration, []ownership.Booking, error) {
+	if o == nil {
+		return nil, nil, nil
+	}
+	grace := o.Lendable(eager)
+	parts := o.LendableParts(eager)
+	for h, pg := range parts {
+		grace[h] = pg.Grace
+	}
+	if len(grace) == 0 {
+		return nil, nil, nil
+	}
+	bookings, err := p.reclaimBookings(ctx, g, slices.Sorted(maps.Keys(grace)), lo, hi, project, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := bookings[:0]
+	for _, b := range bookings {
+		if pg, ok := parts[b.Host]; ok && b.Part != pg.Owner {
+			continue
+		}
+		out = append(out, b)
+	}
+	return grace, out, nil
 }
 
 // CutsOf are the cuts of candidate cd.
@@ -81,15 +105,8 @@ func WithReclaimNote(err error, note string) error { return withNote(err, note) 
 // before the reclaim time, never moved). The instance plugins' earliest
 // search sees such a booking end there.
 func (p *Plugin) SlotLoans(ctx context.Context, g *gorm.DB, project string, o *ownership.Order, lo, hi time.Time) (map[[2]string]time.Time, error) {
-	if o == nil {
-		return nil, nil
-	}
-	grace := o.Lendable(false)
-	if len(grace) == 0 {
-		return nil, nil
-	}
-	bookings, err := p.reclaimBookings(ctx, g, slices.Sorted(maps.Keys(grace)), lo, hi, project, o)
-	if err != nil {
+	grace, bookings, err := p.slotBookings(ctx, g, project, o, false, lo, hi)
+	if err != nil || len(grace) == 0 {
 		return nil, err
 	}
 	now := p.now().UTC()

@@ -15,6 +15,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/errs"
 	hostplugin "github.com/leasehold/leasehold/plugins/host"
+	"github.com/leasehold/leasehold/plugins/instance"
 )
 
 // slotSum is the slots of lease id's reservations on host over the
@@ -435,6 +436,65 @@ func TestOwnerInstanceUpdateReclaims(t *testing.T) {
 		}
 		if n := slotSum(t, d, mine.ID, "1", t0.Add(2*time.Hour)); n != 3 {
 			t.Fatalf("a holds %d slots", n)
+		}
+	})
+}
+
+// TestOwnerInstanceReclaimsItsPart: compute-1 counts 4 slots; a owns 2
+// of them and c 1 (both lent, grace an hour), dom keeps 1 private. b
+// fills dom's part, borrows a's and c's. a's request that its pools
+// cannot serve cuts b's loan of a's part only: b's bookings of dom's and
+// c's parts are not a's to take back.
+func TestOwnerInstanceReclaimsItsPart(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		hook := &lateHook{}
+		ev := newEnvHost(t, d, 1, func(int) map[string]any { return map[string]any{"ownership_slots": "4"} },
+			instance.Config{Ownership: hook, DB: d}, hostplugin.Config{Ownership: hook})
+		hook.svc = ownership.New(d, ev.hosts, ev.clock.Now)
+		e := &ownEnv{env: ev, own: hook.svc}
+		e.setPlan(t, 0, ownership.Plan{
+			Consumers: []ownership.Consumer{{ID: "dom", Rank: 1}, {ID: "a", ParentID: "dom", Rank: 1, ProjectID: "p1"},
+				{ID: "b", ParentID: "dom", Rank: 2, ProjectID: "p2"}, {ID: "c", ParentID: "dom", Rank: 3, ProjectID: "p3"}},
+			Groups: []ownership.Group{{Name: "g1", Hosts: []string{"1"}}},
+			Entries: []ownership.Entry{{Consumer: "dom", Group: "g1", Amount: 1},
+				{Consumer: "a", Group: "g1", Amount: 2, Partial: true, Lend: true, LendGraceSeconds: 3600},
+				{Consumer: "c", Group: "g1", Amount: 1, Partial: true, Lend: true, LendGraceSeconds: 3600}},
+		})
+		ctx := context.Background()
+		pa, pb := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p2", ProjectID: "p2"}
+		var bs []*leases.View
+		for i, tc := range []struct {
+			n    int
+			want string
+		}{{1, "1:private:dom"}, {2, "1:private:dom<a"}, {1, "1:private:dom<c"}} {
+			v, err := e.svc.Create(ctx, pb, leasestest.Request(fmt.Sprintf("b%d", i), "2030-01-01 10:05", "2030-01-03 00:00", instanceRes(tc.n, 2, 4096, 10, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := e.svc.Get(ctx, pb, v.ID); pools(t, got.Reservations[0]) != tc.want {
+				t.Fatalf("b's lease %d from %s, want %s", i, pools(t, got.Reservations[0]), tc.want)
+			}
+			bs = append(bs, v)
+		}
+		owner, err := e.svc.Create(ctx, pa, leasestest.Request("a", "2030-01-01 12:00", "2030-01-02 00:00", instanceRes(2, 2, 4096, 10, nil)))
+		if err != nil {
+			t.Fatalf("reclaim of a's part: %v", err)
+		}
+		var ends []string
+		for _, v := range bs {
+			got, _ := e.svc.Get(ctx, pb, v.ID)
+			ends = append(ends, got.EndDate)
+		}
+		want := []string{"2030-01-03T00:00:00.000000", "2030-01-01T12:00:00.000000", "2030-01-03T00:00:00.000000"}
+		if diff := cmp.Diff(want, ends); diff != "" {
+			t.Fatalf("b's ends (dom's, a's and c's parts) (-want +got):\n%s", diff)
+		}
+		a, _ := e.svc.Get(ctx, pa, owner.ID)
+		if ea := entry(t, a.Reservations[0]); ea.Pool != "owned" || ea.Reclaim == nil || ea.Reclaim.FromLease != bs[1].ID {
+			t.Fatalf("a's entry %+v, reclaim %+v", ea, ea.Reclaim)
+		}
+		if n := vcpusAt(t, d, "1", t0.Add(2*time.Hour)); n != 8 {
+			t.Fatalf("%d VCPUs booked at 12:00, want 8 (b's 2 slots on dom's and c's parts, a's 2)", n)
 		}
 	})
 }

@@ -24,6 +24,9 @@ type Booking struct {
 	// instance reservation's slots): a reclaim may cut it, but a host
 	// whose reclaim would have to move it is not a candidate.
 	Stays bool
+	// Part is the part of a partly owned host the booking draws from
+	// (PartOwner of its pool record; "" without one, or the public part).
+	Part string
 }
 
 // Candidate is an owned host a reclaim frees over the owner's window:
