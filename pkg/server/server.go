@@ -252,6 +252,9 @@ func New(ctx context.Context, cfg *config.Config) (s *Server, err error) {
 		Shorteners:       shorteners,
 	}, nil)
 	s.hostPlugin = hostPlugin
+	// An owner's instance request reclaims through the host plugin's
+	// reclaim, which shortens borrowers through the instance plugins.
+	inst.SetReclaimer(hostPlugin)
 	types := []plugins.Plugin{
 		hostPlugin,
 		floatingip.New(s.Hosts),

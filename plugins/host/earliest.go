@@ -184,7 +184,7 @@ func (p *Plugin) reclaimedBusy(ctx context.Context, project string, o *ownership
 		return nil, nil, nil
 	}
 	c := req.Cleaning
-	bookings, err := p.reclaimBookings(ctx, slices.Sorted(maps.Keys(grace)), req.After.Add(-c), searchEnd(req), project, o)
+	bookings, err := p.reclaimBookings(ctx, p.db, slices.Sorted(maps.Keys(grace)), req.After.Add(-c), searchEnd(req), project, o)
 	if err != nil {
 		return nil, nil, err
 	}

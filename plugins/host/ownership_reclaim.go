@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/leasehold/leasehold/models"
 	"github.com/leasehold/leasehold/pkg/allocator"
 	"github.com/leasehold/leasehold/pkg/allocator/ownership"
@@ -63,17 +65,12 @@ func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease
 		return false, "", nil
 	}
 	lo, hi := lease.Start.Add(-p.cfg.Cleaning), lease.End.Add(p.cfg.Cleaning)
-	bookings, err := p.reclaimBookings(ctx, slices.Sorted(maps.Keys(grace)), lo, hi, lease.ProjectID, c.order)
+	bookings, err := p.reclaimBookings(ctx, p.db, slices.Sorted(maps.Keys(grace)), lo, hi, lease.ProjectID, c.order)
 	if err != nil {
 		return false, "", err
 	}
 	cands, later := ownership.Reclaimable(p.now().UTC(), lease.Start, lease.End, p.cfg.Cleaning, grace, bookings, c.order.RankOf)
-	if !later.IsZero() {
-		// A whole minute, as lease dates are: the first start a lease
-		// with "start_date": "earliest" can get (Earliest).
-		note = fmt.Sprintf("hosts the project owns are held by other projects (lent, or booked before they became its own) and can be reclaimed, after their lending grace period, for a lease starting at %s or later; "+
-			`"start_date": "earliest" creates the lease at the first such start`, ceilMinute(later).UTC().Format(time.RFC3339))
-	}
+	note = reclaimNote(later)
 	cands, moveTo, err := p.roomForMoves(ctx, cands)
 	if err != nil {
 		return false, "", err
@@ -111,6 +108,18 @@ func (p *Plugin) planReclaim(ctx context.Context, c *choice, lease plugins.Lease
 		return true, "", nil
 	}
 	return false, note, nil
+}
+
+// reclaimNote says from when a reclaim refused for the grace period
+// would serve ("" when later is zero).
+func reclaimNote(later time.Time) string {
+	if later.IsZero() {
+		return ""
+	}
+	// A whole minute, as lease dates are: the first start a lease with
+	// "start_date": "earliest" can get (Earliest).
+	return fmt.Sprintf("hosts the project owns are held by other projects (lent, or booked before they became its own) and can be reclaimed, after their lending grace period, for a lease starting at %s or later; "+
+		`"start_date": "earliest" creates the lease at the first such start`, ceilMinute(later).UTC().Format(time.RFC3339))
 }
 
 // chooseReclaiming runs the allocator over the view in which the
@@ -187,18 +196,18 @@ func (p *Plugin) chooseReclaiming(c *choice, cutAt map[string]ownership.Candidat
 // reservation no reclaim shortens: of a type other than hosts and the
 // shorteners', or one of theirs in error), and staying (slots, which a
 // reclaim cuts but never moves).
-func (p *Plugin) reclaimBookings(ctx context.Context, hostIDs []string, lo, hi time.Time, project string, o *ownership.Order) ([]ownership.Booking, error) {
+func (p *Plugin) reclaimBookings(ctx context.Context, g *gorm.DB, hostIDs []string, lo, hi time.Time, project string, o *ownership.Order) ([]ownership.Booking, error) {
 	var rows []struct {
 		ComputeHostID, ReservationID, LeaseID, ProjectID, Status, ResourceType string
 		StartDate, EndDate                                                     time.Time
-		LentBy                                                                 *string
+		Pool, Consumer, LentBy                                                 *string
 		Others                                                                 int
 	}
 	types := []string{ResourceType}
 	for _, pl := range p.cfg.Shorteners {
 		types = append(types, pl.ResourceType())
 	}
-	err := p.db.WithContext(ctx).Raw(`SELECT a.compute_host_id, a.reservation_id, r.lease_id, l.project_id, l.status, r.resource_type, a.start_date, a.end_date, o.lent_by,
+	err := g.WithContext(ctx).Raw(`SELECT a.compute_host_id, a.reservation_id, r.lease_id, l.project_id, l.status, r.resource_type, a.start_date, a.end_date, o.pool, o.consumer, o.lent_by,
  (SELECT COUNT(*) FROM reservations x WHERE x.lease_id = r.lease_id AND (x.resource_type NOT IN ? OR x.resource_type <> ? AND x.status = ?)) AS others
  FROM computehost_allocations a JOIN reservations r ON r.id = a.reservation_id JOIN leases l ON l.id = r.lease_id
  LEFT JOIN ownership_pools o ON o.reservation_id = a.reservation_id AND o.compute_host_id = a.compute_host_id
@@ -213,8 +222,18 @@ func (p *Plugin) reclaimBookings(ctx context.Context, hostIDs []string, lo, hi t
 			Borrowed: r.ProjectID != project && (r.LentBy != nil && *r.LentBy != "" || o.HeldOutside(r.ComputeHostID, r.ProjectID)),
 			Fixed:    (r.Status != leasePending && r.Status != leaseActive) || r.Others > 0,
 			Stays:    r.ResourceType != ResourceType}
+		if r.Pool != nil {
+			out[i].Part = ownership.PartOwner(*r.Pool, deref(r.Consumer), deref(r.LentBy))
+		}
 	}
 	return out, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // shortenOthers shortens, in tx, lease l's reservations of the

@@ -78,10 +78,16 @@ func inClause(q string, args []any, col string, ids []string) (string, []any) {
 	return b.String(), args
 }
 
+// cutSet are the bookings, (reservation, host), that an owner's reclaim
+// cuts to end by the window's start (cleaning included): the choice for
+// the owner sees their hosts without them (reclaim.go).
+type cutSet map[[2]string]bool
+
 // loadBookings reads, for hostIDs (every host when nil), the instance
-// slots overlapping [lo, hi) other than reservation exclude's, and the
-// hosts with a whole-host booking overlapping it.
-func loadBookings(ctx context.Context, tx *plugins.Tx, lo, hi time.Time, hostIDs []string, exclude string, m dims) ([]booking, map[string]bool, error) {
+// slots overlapping [lo, hi) other than reservation exclude's and those
+// of ignore, and the hosts with a whole-host booking overlapping it (not
+// in ignore).
+func loadBookings(ctx context.Context, tx *plugins.Tx, lo, hi time.Time, hostIDs []string, exclude string, m dims, ignore cutSet) ([]booking, map[string]bool, error) {
 	if hostIDs != nil && len(hostIDs) == 0 {
 		return nil, map[string]bool{}, nil
 	}
@@ -99,21 +105,26 @@ func loadBookings(ctx context.Context, tx *plugins.Tx, lo, hi time.Time, hostIDs
 	if err := tx.WithContext(ctx).Raw(q, args...).Scan(&bs).Error; err != nil {
 		return nil, nil, fmt.Errorf("instance bookings: %w", err)
 	}
+	if len(ignore) > 0 {
+		bs = slices.DeleteFunc(bs, func(b booking) bool { return ignore[[2]string{b.Res, b.Host}] })
+	}
 	project(bs, m)
 	// Whole-host bookings are the allocations of physical:host
 	// reservations (there are few of those: drive the join from them;
 	// CROSS JOIN keeps SQLite to that order).
-	q = `SELECT DISTINCT c.compute_host_id FROM computehost_reservations h
+	q = `SELECT DISTINCT c.compute_host_id, c.reservation_id FROM computehost_reservations h
  CROSS JOIN computehost_allocations c ON c.reservation_id = h.reservation_id
  WHERE c.end_date > ? AND c.start_date < ?`
 	q, args = inClause(q, []any{lo, hi}, "c.compute_host_id", hostIDs)
-	var whole []string
+	var whole []struct{ ComputeHostID, ReservationID string }
 	if err := tx.WithContext(ctx).Raw(q, args...).Scan(&whole).Error; err != nil {
 		return nil, nil, fmt.Errorf("host bookings: %w", err)
 	}
 	busy := make(map[string]bool, len(whole))
-	for _, h := range whole {
-		busy[h] = true
+	for _, w := range whole {
+		if !ignore[[2]string{w.ReservationID, w.ComputeHostID}] {
+			busy[w.ComputeHostID] = true
+		}
 	}
 	return bs, busy, nil
 }
@@ -228,7 +239,11 @@ func (p *Plugin) domainOf(h *hosts.Host) string {
 // With an ownership order o (nil: ownership off) the slots come from the
 // project's pools (stagedSlots) and the returned byPool says where each
 // host's new slots came from.
-func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allocator.Interval, resID string, held map[string]int, o *ownership.Order) (allocator.SlotDecision, *byPool, error) {
+//
+// The bookings of ignore are left out of the use read (before and under
+// the locks): an owner's reclaim cuts them in the same transaction.
+// stages bounds the prefixes of o's pools tried (0: all).
+func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allocator.Interval, resID string, held map[string]int, o *ownership.Order, ignore cutSet, stages int) (allocator.SlotDecision, *byPool, error) {
 	all, err := p.hostList(ctx)
 	if err != nil {
 		return allocator.SlotDecision{}, nil, err
@@ -242,12 +257,12 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 		if err != nil {
 			return allocator.SlotDecision{}, nil, err
 		}
-		bp = &byPool{order: o, budgets: b}
+		bp = &byPool{order: o, budgets: b, stages: stages}
 	}
 	lo, hi := win.Start.Add(-p.cfg.Cleaning), win.End.Add(p.cfg.Cleaning)
 	excluded := map[string]bool{}
 	for attempt := 0; ; attempt++ {
-		dec, tops, err := p.chooseOnce(ctx, tx, all, ps, lo, hi, resID, held, excluded, bp)
+		dec, tops, err := p.chooseOnce(ctx, tx, all, ps, lo, hi, resID, held, excluded, bp, ignore)
 		if err != nil {
 			var ne *allocator.NotEnoughSlotsError
 			if errors.As(err, &ne) {
@@ -268,12 +283,12 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 			}
 			return dec, nil, err
 		}
-		lost, err := p.lockAndCheck(ctx, tx, all, ps, lo, hi, resID, dec, held, tops)
+		lost, err := p.lockAndCheck(ctx, tx, all, ps, lo, hi, resID, dec, held, tops, ignore)
 		if err != nil {
 			return dec, nil, err
 		}
 		if len(lost) == 0 && bp != nil && tx.Dialect != db.SQLite {
-			if lost, err = partsLost(ctx, tx, bp, dec, held, lo, hi, resID, wantOf(&ps).m, wantOf(&ps).size); err != nil {
+			if lost, err = partsLost(ctx, tx, bp, dec, held, lo, hi, resID, wantOf(&ps).m, wantOf(&ps).size, ignore); err != nil {
 				return dec, nil, err
 			}
 		}
@@ -298,7 +313,7 @@ func (p *Plugin) choose(ctx context.Context, tx *plugins.Tx, ps params, win allo
 }
 
 // chooseOnce reads the use of the matching hosts and runs the allocator.
-func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, lo, hi time.Time, resID string, held map[string]int, excluded map[string]bool, bp *byPool) (allocator.SlotDecision, map[string]allocator.SlotSize, error) {
+func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, lo, hi time.Time, resID string, held map[string]int, excluded map[string]bool, bp *byPool, ignore cutSet) (allocator.SlotDecision, map[string]allocator.SlotSize, error) {
 	w := wantOf(&ps)
 	caps, err := p.caps.get(ctx, tx, all, tx.Fresh, p.computeCapacities)
 	if err != nil {
@@ -348,7 +363,7 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 	if len(ids) > 200 {
 		scan = nil
 	}
-	bs, busy, err := loadBookings(ctx, tx, lo, hi, scan, resID, w.m)
+	bs, busy, err := loadBookings(ctx, tx, lo, hi, scan, resID, w.m, ignore)
 	if err != nil {
 		return allocator.SlotDecision{}, nil, err
 	}
@@ -430,7 +445,7 @@ func (p *Plugin) chooseOnce(ctx context.Context, tx *plugins.Tx, all []hosts.Hos
 		o, ok := owners[[2]string{resID, h}]
 		return o, ok
 	}
-	dec, picks, err := stagedSlots(bp.order, bp.budgets, slotHosts, w.size, partPeaks(byHost, owners, lo, hi), heldPart,
+	dec, picks, err := stagedSlots(bp.order, bp.budgets, bp.stages, slotHosts, w.size, partPeaks(byHost, owners, lo, hi), heldPart,
 		func(hs []allocator.SlotHost, freeOutside int) (allocator.SlotDecision, error) {
 			r := req
 			r.FreeOutside = freeOutside
@@ -483,7 +498,7 @@ func sortedKeys(m map[string]int) []string {
 // new slots), with less capacity than the (cached) capacity the choice
 // used, or, on MySQL, filled by a booking committed since they were read.
 // tops are the peak uses the choice saw.
-func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, lo, hi time.Time, resID string, dec allocator.SlotDecision, held map[string]int, tops map[string]allocator.SlotSize) ([]string, error) {
+func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, lo, hi time.Time, resID string, dec allocator.SlotDecision, held map[string]int, tops map[string]allocator.SlotSize, ignore cutSet) ([]string, error) {
 	ids := dec.Order
 	if len(ids) == 0 {
 		return nil, nil
@@ -553,7 +568,7 @@ func (p *Plugin) lockAndCheck(ctx context.Context, tx *plugins.Tx, all []hosts.H
 		// (the locks now keep new ones out). SQLite: the transaction is
 		// the only writer and what it read holds, but hosts outside the
 		// reservable list had no peak computed.
-		bs, b, err := loadBookings(ctx, tx, lo, hi, ids, resID, w.m)
+		bs, b, err := loadBookings(ctx, tx, lo, hi, ids, resID, w.m, ignore)
 		if err != nil {
 			return nil, err
 		}

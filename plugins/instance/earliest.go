@@ -135,7 +135,7 @@ func (p *Plugin) Earliest(ctx context.Context, r plugins.Request, after, notAfte
 // nMatch hosts match in all (the whole-host reserve's base).
 func (p *Plugin) sweep(ctx context.Context, tx *plugins.Tx, matching []*hosts.Host, nMatch int, scan []string, caps map[string]placement.ComputeCapacity, ps params, lo, hi, after, notAfter time.Time, d time.Duration) (time.Time, bool, error) {
 	w := wantOf(&ps)
-	bs, _, err := loadBookings(ctx, tx, lo, hi, scan, "", w.m)
+	bs, _, err := loadBookings(ctx, tx, lo, hi, scan, "", w.m, nil)
 	if err != nil {
 		return time.Time{}, false, err
 	}
@@ -192,7 +192,7 @@ func (p *Plugin) ChooseAt(ctx context.Context, r plugins.Request, start, end tim
 	for _, id := range taken {
 		excluded[id] = true
 	}
-	dec, err := p.chooseAt(ctx, tx, all, ps, p.ownershipOrder(req.project), start, end, excluded)
+	dec, err := p.chooseAt(ctx, tx, all, ps, req.project, p.ownershipOrder(req.project), start, end, excluded, true)
 	if err != nil {
 		var ne *allocator.NotEnoughSlotsError
 		if errors.As(err, &ne) {
@@ -210,8 +210,11 @@ func (p *Plugin) ChooseAt(ctx context.Context, r plugins.Request, start, end tim
 // chooseAt is the choice a new reservation with ps of a project with
 // ownership order o (nil: ownership off) would get over [start, end),
 // the excluded hosts left out: the create's own choice (chooseOnce, from
-// the pools within the lenders' budgets), with nothing locked or booked.
-func (p *Plugin) chooseAt(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, o *ownership.Order, start, end time.Time, excluded map[string]bool) (allocator.SlotDecision, error) {
+// the pools within the lenders' budgets, and when they cannot serve with
+// the reclaim the create would make, reclaimOr), with nothing locked,
+// booked or cut. Without mayReclaim (the caller knows no booking a
+// reclaim could cut) no reclaim is tried.
+func (p *Plugin) chooseAt(ctx context.Context, tx *plugins.Tx, all []hosts.Host, ps params, project string, o *ownership.Order, start, end time.Time, excluded map[string]bool, mayReclaim bool) (allocator.SlotDecision, error) {
 	var bp *byPool
 	if o != nil {
 		b, err := lenderBudgets(ctx, tx, o, allocator.Interval{Start: start, End: end}, "")
@@ -220,7 +223,23 @@ func (p *Plugin) chooseAt(ctx context.Context, tx *plugins.Tx, all []hosts.Host,
 		}
 		bp = &byPool{order: o, budgets: b}
 	}
-	dec, _, err := p.chooseOnce(ctx, tx, all, ps, start.Add(-p.cfg.Cleaning), end.Add(p.cfg.Cleaning), "", nil, excluded, bp)
+	lo, hi := start.Add(-p.cfg.Cleaning), end.Add(p.cfg.Cleaning)
+	dec, _, err := p.chooseOnce(ctx, tx, all, ps, lo, hi, "", nil, excluded, bp, nil)
+	var ne *allocator.NotEnoughSlotsError
+	if err == nil || !mayReclaim || o == nil || p.reclaimer == nil || !errors.As(err, &ne) {
+		return dec, err
+	}
+	cands, _, rerr := p.reclaimer.SlotCandidates(ctx, tx.DB, project, o, false, start, end)
+	if rerr != nil {
+		return dec, rerr
+	}
+	for r := 1; r <= len(cands); r++ {
+		d, _, cerr := p.chooseOnce(ctx, tx, all, ps, lo, hi, "", nil, excluded, bp, cutsOf(cands[:r]))
+		if errors.As(cerr, &ne) {
+			continue
+		}
+		return d, cerr
+	}
 	return dec, err
 }
 
@@ -246,9 +265,14 @@ func (p *Plugin) earliestOwned(ctx context.Context, tx *plugins.Tx, all []hosts.
 	for _, id := range taken {
 		excluded[id] = true
 	}
-	// fits reports whether the choice serves a window starting at t.
-	fits := func(t time.Time) (bool, error) {
-		dec, err := p.chooseAt(ctx, tx, all, ps, o, t, t.Add(d), excluded)
+	lo, hi := after.Add(-c), noEnd
+	if !notAfter.IsZero() {
+		hi = notAfter.Add(d + c)
+	}
+	// fits reports whether the choice serves a window starting at t
+	// (trying a reclaim when mayReclaim).
+	fits := func(t time.Time, mayReclaim bool) (bool, error) {
+		dec, err := p.chooseAt(ctx, tx, all, ps, req.project, o, t, t.Add(d), excluded, mayReclaim)
 		var ne *allocator.NotEnoughSlotsError
 		var ue *unservedError
 		switch {
@@ -262,8 +286,17 @@ func (p *Plugin) earliestOwned(ctx context.Context, tx *plugins.Tx, all []hosts.
 		}
 		return false, err
 	}
-	if ok, err := fits(after); err != nil || ok {
+	if ok, err := fits(after, true); err != nil || ok {
 		return after, ok, err
+	}
+	// Other projects' bookings of the hosts the project owns, which a
+	// reclaim may cut (read once: without any, no start tries a reclaim).
+	var loans map[[2]string]time.Time
+	if p.reclaimer != nil {
+		var err error
+		if loans, err = p.reclaimer.SlotLoans(ctx, tx.DB, req.project, o, lo, hi); err != nil {
+			return time.Time{}, false, err
+		}
 	}
 	if !notAfter.IsZero() && !notAfter.After(after) {
 		return time.Time{}, false, nil
@@ -295,11 +328,7 @@ func (p *Plugin) earliestOwned(ctx context.Context, tx *plugins.Tx, all []hosts.
 	if len(ids) > 200 {
 		scan = nil // one range scan beats a long IN list
 	}
-	lo, hi := after.Add(-c), noEnd
-	if !notAfter.IsZero() {
-		hi = notAfter.Add(d + c)
-	}
-	bs, _, err := loadBookings(ctx, tx, lo, hi, scan, "", w.m)
+	bs, _, err := loadBookings(ctx, tx, lo, hi, scan, "", w.m, nil)
 	if err != nil {
 		return time.Time{}, false, err
 	}
@@ -311,18 +340,32 @@ func (p *Plugin) earliestOwned(ctx context.Context, tx *plugins.Tx, all []hosts.
 	for _, id := range ids {
 		in[id] = true
 	}
+	// The loans end, for the sweep, where a reclaim can cut them (its
+	// choice is checked by fits).
+	cutEnd := func(res, h string, end time.Time) time.Time {
+		if from, ok := loans[[2]string{res, h}]; ok && from.Before(end) {
+			return from
+		}
+		return end
+	}
 	byHost := map[string][]allocator.SlotBooking{}
 	var changes []time.Time
 	for _, b := range bs {
 		if in[b.Host] {
-			byHost[b.Host] = append(byHost[b.Host], allocator.SlotBooking{Start: b.Start, End: b.End, Size: b.size(), Slots: b.Slots})
-			changes = append(changes, b.End.Add(c))
+			end := cutEnd(b.Res, b.Host, b.End)
+			if end.After(b.Start) {
+				byHost[b.Host] = append(byHost[b.Host], allocator.SlotBooking{Start: b.Start, End: end, Size: b.size(), Slots: b.Slots})
+			}
+			changes = append(changes, end.Add(c))
 		}
 	}
 	for _, wb := range wholes {
 		if in[wb.Host] {
-			byHost[wb.Host] = append(byHost[wb.Host], allocator.SlotBooking{Start: wb.Start, End: wb.End, Whole: true})
-			changes = append(changes, wb.End.Add(c))
+			end := cutEnd(wb.Res, wb.Host, wb.End)
+			if end.After(wb.Start) {
+				byHost[wb.Host] = append(byHost[wb.Host], allocator.SlotBooking{Start: wb.Start, End: end, Whole: true})
+			}
+			changes = append(changes, end.Add(c))
 		}
 	}
 	if len(o.Budgets(nil, after, after)) > 0 {
@@ -359,7 +402,7 @@ func (p *Plugin) earliestOwned(ctx context.Context, tx *plugins.Tx, all []hosts.
 			return time.Time{}, false, err
 		}
 		t = next
-		ok, err := fits(t)
+		ok, err := fits(t, len(loans) > 0)
 		if err != nil || ok {
 			return t, ok, err
 		}
@@ -370,6 +413,7 @@ func (p *Plugin) earliestOwned(ctx context.Context, tx *plugins.Tx, all []hosts.
 // wholeBooking is a whole-host reservation's allocation of a host.
 type wholeBooking struct {
 	Host  string    `gorm:"column:compute_host_id"`
+	Res   string    `gorm:"column:reservation_id"`
 	Start time.Time `gorm:"column:start_date"`
 	End   time.Time `gorm:"column:end_date"`
 }
@@ -377,7 +421,7 @@ type wholeBooking struct {
 // loadWholeBookings reads the whole-host (physical:host) allocations of
 // hostIDs (every host when nil) overlapping [lo, hi).
 func loadWholeBookings(ctx context.Context, tx *plugins.Tx, lo, hi time.Time, hostIDs []string) ([]wholeBooking, error) {
-	q := `SELECT c.compute_host_id, c.start_date, c.end_date FROM computehost_reservations h
+	q := `SELECT c.compute_host_id, c.reservation_id, c.start_date, c.end_date FROM computehost_reservations h
  CROSS JOIN computehost_allocations c ON c.reservation_id = h.reservation_id
  WHERE c.end_date > ? AND c.start_date < ?`
 	q, args := inClause(q, []any{lo, hi}, "c.compute_host_id", hostIDs)

@@ -40,8 +40,13 @@
 // held loans count against the lending limits again (heldPicks). An owner's physical:host request
 // that reclaims a host holding such slots shortens their lease through
 // this plugin's Update (the host plugin's Config.Shorteners), as a lease
-// update of its end date would; the slots are never moved, and an
-// owner's instance request does not reclaim.
+// update of its end date would; the slots are never moved. An owner's
+// instance request that its pools cannot serve reclaims too (reclaim.go,
+// through the host plugin's reclaim, Reclaimer): the slots are chosen
+// with other projects' bookings of the best candidate hosts cut, then
+// those of the chosen hosts are cut in the same transaction; the
+// earliest-window search sees such bookings end where a reclaim can cut
+// them.
 //
 // # Storage
 //
@@ -186,6 +191,9 @@ type Plugin struct {
 	hosts []hosts.Host // last Refresh
 	caps  capCache
 	ext   extCaps
+	// reclaimer is the host plugin's reclaim (nil: owners' instance
+	// requests do not reclaim).
+	reclaimer Reclaimer
 }
 
 // New returns the plugin.

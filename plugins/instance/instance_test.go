@@ -106,7 +106,11 @@ func newEnvHost(t testing.TB, d *db.DB, nHosts int, host func(i int) map[string]
 	if hc.Ownership != nil {
 		hc.Shorteners = []plugins.Plugin{inst, fl}
 	}
-	reg, err := plugins.NewRegistry(hostplugin.New(hs, d.DB, hc, clock.Now), inst, fl)
+	hp := hostplugin.New(hs, d.DB, hc, clock.Now)
+	if hc.Ownership != nil {
+		inst.SetReclaimer(hp)
+	}
+	reg, err := plugins.NewRegistry(hp, inst, fl)
 	if err != nil {
 		t.Fatal(err)
 	}

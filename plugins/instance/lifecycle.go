@@ -13,6 +13,7 @@ import (
 	"github.com/leasehold/leasehold/pkg/db"
 	"github.com/leasehold/leasehold/pkg/placement"
 	"github.com/leasehold/leasehold/plugins"
+	"github.com/leasehold/leasehold/plugins/host"
 )
 
 // Reserve implements plugins.Plugin: choose the slots, store the
@@ -24,9 +25,21 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 		return "", fmt.Errorf("%s: request of type %T", ResourceType, r)
 	}
 	win := allocator.Interval{Start: lease.Start, End: lease.End}
-	dec, bp, err := p.choose(ctx, tx, req.params, win, res.ID, nil, p.ownershipOrder(lease.ProjectID))
+	o := p.ownershipOrder(lease.ProjectID)
+	// An owner whose entry says reclaim takes back what it lent before
+	// less preferred pools are tried.
+	dec, bp, reclaimed, own, err := p.reclaimFirst(ctx, tx, lease, res.ID, req.params, o)
 	if err != nil {
 		return "", err
+	}
+	if !own {
+		dec, bp, err = p.choose(ctx, tx, req.params, win, res.ID, nil, o, nil, 0)
+		if err != nil {
+			// An owner whose pools cannot serve takes back what it lent.
+			if dec, bp, reclaimed, err = p.reclaimOr(ctx, tx, lease, res.ID, req.params, o, err); err != nil {
+				return "", err
+			}
+		}
 	}
 	id := uuid.NewString()
 	ps := req.params
@@ -40,6 +53,9 @@ func (p *Plugin) Reserve(ctx context.Context, tx *plugins.Tx, lease plugins.Leas
 		return "", err
 	}
 	if err := recordPools(ctx, tx, lease.ID, res.ID, bp, dec.Order); err != nil {
+		return "", err
+	}
+	if err := noteReclaimed(ctx, tx, res, reclaimed); err != nil {
 		return "", err
 	}
 	if p.cfg.External != nil {
@@ -169,9 +185,18 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 		if active {
 			keep = held
 		}
-		dec, bp, err := p.choose(ctx, tx, ps, win, res.ID, keep, p.ownershipOrder(lease.ProjectID))
+		o := p.ownershipOrder(lease.ProjectID)
+		dec, bp, err := p.choose(ctx, tx, ps, win, res.ID, keep, o, nil, 0)
+		var reclaimed map[string]host.Cut
 		if err != nil {
-			return err
+			// A pending reservation placed again reclaims as a new one
+			// does; an active one grows where it is.
+			if active {
+				return err
+			}
+			if dec, bp, reclaimed, err = p.reclaimOr(ctx, tx, lease, res.ID, ps, o, err); err != nil {
+				return err
+			}
 		}
 		slots = dec.Slots
 		if bp != nil {
@@ -185,6 +210,9 @@ func (p *Plugin) Update(ctx context.Context, tx *plugins.Tx, old, lease plugins.
 				return err
 			}
 			if err := recordPools(ctx, tx, lease.ID, res.ID, bp, dec.Order); err != nil {
+				return err
+			}
+			if err := noteReclaimed(ctx, tx, res, reclaimed); err != nil {
 				return err
 			}
 		}

@@ -50,6 +50,9 @@ type byPool struct {
 	order   *ownership.Order
 	budgets map[string]int
 	picks   map[string]pick
+	// stages bounds the pools' prefixes tried (0: all of them): an
+	// eager reclaim tries the project's own pools alone.
+	stages int
 }
 
 // stagedSlots runs choose over the first pool of o, then the first two,
@@ -64,7 +67,7 @@ type byPool struct {
 // lending limit is used up (budgets, less what the held hosts borrow)
 // are left out; a choice taking more of a lender's hosts than its budget
 // is made again within it.
-func stagedSlots(o *ownership.Order, budgets map[string]int, base []allocator.SlotHost, size allocator.SlotSize,
+func stagedSlots(o *ownership.Order, budgets map[string]int, stages int, base []allocator.SlotHost, size allocator.SlotSize,
 	partPeak func(h, owner string, capa allocator.SlotSize) allocator.SlotSize, heldPart func(h string) (string, bool),
 	choose func(hs []allocator.SlotHost, freeOutside int) (allocator.SlotDecision, error)) (allocator.SlotDecision, map[string]pick, error) {
 	var dec allocator.SlotDecision
@@ -75,7 +78,11 @@ func stagedSlots(o *ownership.Order, budgets map[string]int, base []allocator.Sl
 	}
 	capped := map[string]map[string]bool{}
 	limited := map[string]bool{}
-	for k := 1; k <= o.Stages(); k++ {
+	last := o.Stages()
+	if stages > 0 {
+		last = min(last, stages)
+	}
+	for k := 1; k <= last; k++ {
 		for {
 			hs := make([]allocator.SlotHost, 0, len(base))
 			picks := map[string]pick{}
@@ -382,7 +389,7 @@ func dropPools(tx *plugins.Tx, resID string, keep []string) error {
 // new slots of dec draw from still hold them (MySQL: a concurrent booking
 // of the same part may have committed since the choice read them); it
 // returns the hosts whose part no longer does.
-func partsLost(ctx context.Context, tx *plugins.Tx, bp *byPool, dec allocator.SlotDecision, held map[string]int, lo, hi time.Time, exclude string, m dims, size allocator.SlotSize) ([]string, error) {
+func partsLost(ctx context.Context, tx *plugins.Tx, bp *byPool, dec allocator.SlotDecision, held map[string]int, lo, hi time.Time, exclude string, m dims, size allocator.SlotSize, ignore cutSet) ([]string, error) {
 	var ids []string
 	for _, h := range dec.Order {
 		// A held part is checked again too: the update's window may reach
@@ -394,7 +401,7 @@ func partsLost(ctx context.Context, tx *plugins.Tx, bp *byPool, dec allocator.Sl
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	bs, _, err := loadBookings(ctx, tx, lo, hi, ids, exclude, m)
+	bs, _, err := loadBookings(ctx, tx, lo, hi, ids, exclude, m, ignore)
 	if err != nil {
 		return nil, err
 	}

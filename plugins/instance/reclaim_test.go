@@ -24,7 +24,7 @@ import (
 func newReclaimEnv(t testing.TB, d *db.DB, n int) *ownEnv {
 	t.Helper()
 	hook := &lateHook{}
-	e := newEnvHost(t, d, n, nil, instance.Config{Ownership: hook}, hostplugin.Config{Ownership: hook})
+	e := newEnvHost(t, d, n, nil, instance.Config{Ownership: hook, DB: d}, hostplugin.Config{Ownership: hook})
 	o := ownership.New(d, e.hosts, e.clock.Now)
 	hook.svc = o
 	return &ownEnv{env: e, own: o}

@@ -384,3 +384,56 @@ func TestRankOf(t *testing.T) {
 		t.Errorf("RankOf (-want +got):\n%s", diff)
 	}
 }
+
+// TestReclaimableSlots: an owner's instance request keeps its own
+// bookings beside the slots it asks for and cuts loans, never moves them.
+func TestReclaimableSlots(t *testing.T) {
+	now := hr(0)
+	grace := map[string]time.Duration{"h1": time.Hour, "h2": time.Hour}
+	borrowed := func(h, lease string, s, e int) Booking {
+		return Booking{Host: h, Lease: lease, Start: hr(s), End: hr(e), Borrowed: true}
+	}
+	own := func(h, lease string, s, e int) Booking {
+		return Booking{Host: h, Lease: lease, Start: hr(s), End: hr(e)}
+	}
+	tests := []struct {
+		name       string
+		start, end int
+		bookings   []Booking
+		want       []string // host@at:leases
+		later      time.Time
+	}{
+		{name: "the owner's own slots stay beside a cut loan", start: 2, end: 5,
+			bookings: []Booking{borrowed("h1", "L1", 0, 10), own("h1", "O1", 0, 10)}, want: []string{"h1@2:L1"}},
+		{name: "a host holding only the owner's bookings is no candidate", start: 2, end: 5,
+			bookings: []Booking{own("h1", "O1", 0, 10)}},
+		{name: "a host loan not begun by the reclaim time is not moved", start: 2, end: 5,
+			bookings: []Booking{borrowed("h1", "L1", 3, 10), borrowed("h2", "L2", 0, 10)}, want: []string{"h2@2:L2"}},
+		{name: "a fixed loan keeps its host", start: 2, end: 5,
+			bookings: []Booking{{Host: "h1", Lease: "L1", Start: hr(0), End: hr(10), Borrowed: true, Fixed: true}, own("h1", "O1", 0, 10)}},
+		{name: "within the grace period: later", start: 0, end: 5,
+			bookings: []Booking{borrowed("h1", "L1", -1, 10), own("h1", "O1", -1, 10)}, later: hr(1)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cands, later := ReclaimableSlots(now, hr(tc.start), hr(tc.end), 0, grace, tc.bookings, nil)
+			var got []string
+			for _, c := range cands {
+				if len(c.Moves) > 0 {
+					t.Errorf("%s: a reclaim for slots moves %v", c.Host, c.Moves)
+				}
+				var leases []string
+				for _, b := range c.Cuts {
+					leases = append(leases, b.Lease)
+				}
+				got = append(got, c.Host+"@"+fmtHours(c.At)+":"+strings.Join(leases, ","))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("candidates (-want +got):\n%s", diff)
+			}
+			if !later.Equal(tc.later) {
+				t.Errorf("later = %v, want %v", later, tc.later)
+			}
+		})
+	}
+}

@@ -24,6 +24,9 @@ type Booking struct {
 	// instance reservation's slots): a reclaim may cut it, but a host
 	// whose reclaim would have to move it is not a candidate.
 	Stays bool
+	// Part is the part of a partly owned host the booking draws from
+	// (PartOwner of its pool record; "" without one, or the public part).
+	Part string
 }
 
 // Candidate is an owned host a reclaim frees over the owner's window:
@@ -210,4 +213,23 @@ func (o *Order) RankOf(project string) int {
 		}
 	}
 	return math.MaxInt - 1
+}
+
+// ReclaimableSlots is Reclaimable for an owner's instance request, which
+// takes slots beside what is already on the host: the bookings of the
+// owner's own subtree (not borrowed) stay and share the host with it, so
+// only borrowed bookings decide whether a host is a candidate; and a
+// reclaim for slots cuts, never moves (the host the request needs is the
+// one the loan is on), so a host with a loan beginning at the reclaim
+// time or later is no candidate.
+func ReclaimableSlots(now, start, end time.Time, cleaning time.Duration, grace map[string]time.Duration, bookings []Booking, rank func(project string) int) ([]Candidate, time.Time) {
+	loans := make([]Booking, 0, len(bookings))
+	for _, b := range bookings {
+		if !b.Borrowed {
+			continue
+		}
+		b.Stays = true
+		loans = append(loans, b)
+	}
+	return Reclaimable(now, start, end, cleaning, grace, loans, rank)
 }

@@ -1,6 +1,9 @@
 package ownership
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Part is one consumer's own part of a partly owned host: Slots of the
 // host's Of slots that Owner holds and gives none of its children (Owner
@@ -108,4 +111,37 @@ func PartOwner(pool, consumer, lentBy string) string {
 		return ""
 	}
 	return consumer
+}
+
+// PartGrace is a part of a partly owned host that a reclaim may take
+// back for its owner: the owner and the lending grace period of the
+// part's plan entry.
+type PartGrace struct {
+	Owner string
+	Grace time.Duration
+}
+
+// LendableParts returns the partly owned hosts where o's consumer holds
+// a part in its own pools, with that part's owner and lending grace
+// period (eager: only the parts whose entry reclaims before less
+// preferred pools, Entry.Reclaim): other projects' bookings drawn from
+// such a part (lent) are its owner's to reclaim, as Lendable's hosts are.
+func (o *Order) LendableParts(eager bool) map[string]PartGrace {
+	out := map[string]PartGrace{}
+	if o == nil || o.ix == nil {
+		return out
+	}
+	for h, ps := range o.parts {
+		for _, p := range ps {
+			if o.Pools[p.Pool].Kind != KindOwned || p.Owner == "" {
+				continue
+			}
+			e := o.ix.entries[p.Owner][p.Group]
+			if e == nil || (eager && !e.Reclaim) {
+				continue
+			}
+			out[h] = PartGrace{Owner: p.Owner, Grace: e.LendGrace}
+		}
+	}
+	return out
 }

@@ -211,3 +211,45 @@ func TestSlotsNeverBorrowedWithoutLeave(t *testing.T) {
 		}
 	})
 }
+
+// TestLendableParts: a consumer's own parts of partly owned hosts, with
+// their entries' lending grace periods, are what its reclaim may take
+// back; parts it only borrows or shares through its parent are not.
+func TestLendableParts(t *testing.T) {
+	hs := []Host{{ID: "h1", Slots: 4}, {ID: "h2", Slots: 4}, {ID: "h3"}}
+	plan := &Plan{
+		Consumers: []Consumer{{ID: "dom", Rank: 1, LendingLimit: -1}, {ID: "q", Rank: 2, Project: "PQ", LendingLimit: -1},
+			{ID: "a", Parent: "dom", Rank: 1, Project: "PA", LendingLimit: -1},
+			{ID: "b", Parent: "dom", Rank: 2, Project: "PB", LendingLimit: -1}},
+		Groups: []Group{{Name: "g1", Hosts: []string{"h1"}}, {Name: "g2", Hosts: []string{"h2"}}},
+		Entries: []Entry{{Consumer: "dom", Group: "g1", Amount: 1},
+			{Consumer: "a", Group: "g1", Amount: 2, Partial: true, Lend: true, LendGrace: 30 * time.Minute, Reclaim: true},
+			{Consumer: "b", Group: "g1", Amount: 1, Partial: true, Lend: true, LendGrace: time.Hour},
+			{Consumer: "q", Group: "g2", Amount: 2, Partial: true}},
+	}
+	if err := Validate(plan, hs); err != nil {
+		t.Fatal(err)
+	}
+	res := mustRecompute(t, plan, hs, nil)
+	v, err := NewView(plan, hs, res.Ownership)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		consumer string
+		eager    bool
+		want     map[string]PartGrace
+	}{
+		{"a", false, map[string]PartGrace{"h1": {Owner: "a", Grace: 30 * time.Minute}}},
+		{"a", true, map[string]PartGrace{"h1": {Owner: "a", Grace: 30 * time.Minute}}},
+		{"b", false, map[string]PartGrace{"h1": {Owner: "b", Grace: time.Hour}}},
+		{"b", true, map[string]PartGrace{}},
+		{"q", false, map[string]PartGrace{"h2": {Owner: "q"}}},
+		{"", false, map[string]PartGrace{}},
+	}
+	for _, tc := range tests {
+		if diff := cmp.Diff(tc.want, v.HostOrder(tc.consumer).LendableParts(tc.eager)); diff != "" {
+			t.Errorf("%q eager=%v (-want +got):\n%s", tc.consumer, tc.eager, diff)
+		}
+	}
+}
