@@ -572,3 +572,50 @@ func TestOwnerInstanceReclaimsItsPartBookedBefore(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnerInstanceReclaimKeepsOtherPartsRoom: compute-1 counts 4
+// slots; p9 books 2 before the plan, which then gives a (p1) 2 of them
+// and leaves 2 public, of which p9 books 1. a's reclaim cuts p9's 2
+// slots from before the plan to 12:00; until then they count against
+// a's part, not the public one, so the public part still has a slot for
+// p9 before 12:00.
+func TestOwnerInstanceReclaimKeepsOtherPartsRoom(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		hook := &lateHook{}
+		ev := newEnvHost(t, d, 1, func(int) map[string]any { return map[string]any{"ownership_slots": "4"} },
+			instance.Config{Ownership: hook, DB: d}, hostplugin.Config{Ownership: hook})
+		hook.svc = ownership.New(d, ev.hosts, ev.clock.Now)
+		e := &ownEnv{env: ev, own: hook.svc}
+		ctx := context.Background()
+		pa, px := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p9", ProjectID: "p9"}
+		create := func(c leases.Caller, name, start, end string) (*leases.View, error) {
+			return e.svc.Create(ctx, c, leasestest.Request(name, start, end, instanceRes(1, 2, 4096, 10, nil)))
+		}
+		for _, name := range []string{"x1", "x2"} {
+			if _, err := create(px, name, "2030-01-01 10:05", "2030-01-03 00:00"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.setPlan(t, 0, ownership.Plan{
+			Consumers: []ownership.Consumer{{ID: "a", Rank: 1, ProjectID: "p1"}},
+			Groups:    []ownership.Group{{Name: "g1", Hosts: []string{"1"}}},
+			Entries:   []ownership.Entry{{Consumer: "a", Group: "g1", Amount: 2, Partial: true, LendGraceSeconds: 3600}},
+		})
+		if _, err := create(px, "x-public", "2030-01-01 10:05", "2030-01-03 00:00"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Create(ctx, pa, leasestest.Request("a", "2030-01-01 12:00", "2030-01-02 00:00", instanceRes(2, 2, 4096, 10, nil))); err != nil {
+			t.Fatalf("reclaim of a's part: %v", err)
+		}
+		v, err := create(px, "x-before", "2030-01-01 11:00", "2030-01-01 11:30")
+		if err != nil {
+			t.Fatalf("p9's public slot before the reclaim time: %v", err)
+		}
+		if got, _ := e.svc.Get(ctx, px, v.ID); pools(t, got.Reservations[0]) != "1:public" {
+			t.Fatalf("p9's slot before the reclaim time from %s, want the public part", pools(t, got.Reservations[0]))
+		}
+		if _, err := create(px, "x-more", "2030-01-01 11:00", "2030-01-01 11:30"); err == nil {
+			t.Fatal("p9 booked a fifth slot on a full host")
+		}
+	})
+}
