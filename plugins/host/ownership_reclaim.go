@@ -223,7 +223,7 @@ func (p *Plugin) reclaimBookings(ctx context.Context, g *gorm.DB, hostIDs []stri
 			Fixed:    (r.Status != leasePending && r.Status != leaseActive) || r.Others > 0,
 			Stays:    r.ResourceType != ResourceType}
 		if r.Pool != nil {
-			out[i].Part = ownership.PartOwner(*r.Pool, deref(r.Consumer), deref(r.LentBy))
+			out[i].Part, out[i].Recorded = ownership.PartOwner(*r.Pool, deref(r.Consumer), deref(r.LentBy)), true
 		}
 	}
 	return out, nil
@@ -350,8 +350,15 @@ func (p *Plugin) applyCuts(ctx context.Context, tx *plugins.Tx, ownerLease strin
 			}
 			// A booking made before the host became the owner's (a lease
 			// from before the plan) has no pool record yet: record where
-			// its project's pools place the host, so the note has a home.
-			if err := recordPools(ctx, tx, ct.Lease, ct.Reservation, p.ownershipOrder(ct.Project), []string{ct.Host}, false); err != nil {
+			// its project's pools place the host, so the note has a home;
+			// on a partly owned host, the part it was taken back from, so
+			// that it still counts against that part and no other.
+			if ct.Claim != "" && !ct.Recorded {
+				if err := g.Create(&models.OwnershipPool{ReservationID: ct.Reservation, ComputeHostID: ct.Host, LeaseID: ct.Lease,
+					Pool: ownership.KindOwned, Consumer: ct.Claim, CreatedAt: tx.Now}).Error; err != nil {
+					return nil, err
+				}
+			} else if err := recordPools(ctx, tx, ct.Lease, ct.Reservation, p.ownershipOrder(ct.Project), []string{ct.Host}, false); err != nil {
 				return nil, err
 			}
 			note, _ := json.Marshal(Reclaim{Action: "shortened", At: stamp(at), ByLease: ownerLease, OriginalEnd: stamp(l.EndDate),

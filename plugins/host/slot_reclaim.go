@@ -42,8 +42,10 @@ func (p *Plugin) SlotCandidates(ctx context.Context, g *gorm.DB, project string,
 // may take back over [lo, hi): the hosts o's consumer owns (Lendable) and
 // the partly owned hosts where it owns a part (LendableParts), with
 // their lending grace periods, and the bookings of those hosts; on a
-// partly owned host only the bookings drawn from the consumer's part,
-// since the other parts' bookings share the host whatever it does.
+// partly owned host only the other projects' bookings on the consumer's
+// part (Order.PartHeldOutside: lent from it, or drawn from no part the
+// host still has), since the other parts' bookings share the host
+// whatever it does.
 func (p *Plugin) slotBookings(ctx context.Context, g *gorm.DB, project string, o *ownership.Order, eager bool, lo, hi time.Time) (map[string]time.Duration, []ownership.Booking, error) {
 	if o == nil {
 		return nil, nil, nil
@@ -62,8 +64,11 @@ func (p *Plugin) slotBookings(ctx context.Context, g *gorm.DB, project string, o
 	}
 	out := bookings[:0]
 	for _, b := range bookings {
-		if pg, ok := parts[b.Host]; ok && b.Part != pg.Owner {
-			continue
+		if pg, ok := parts[b.Host]; ok {
+			if !o.PartHeldOutside(b, pg.Owner) {
+				continue
+			}
+			b.Borrowed, b.Claim = b.Project != project, pg.Owner
 		}
 		out = append(out, b)
 	}

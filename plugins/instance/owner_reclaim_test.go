@@ -498,3 +498,124 @@ func TestOwnerInstanceReclaimsItsPart(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnerInstanceReclaimsItsPartBookedBefore: compute-1 counts 4
+// slots. Before the plan, p9 (outside the tree) books 2 of them in two
+// leases and p3 one; then the plan gives a (p1) 2 slots of it (not lent;
+// its lending grace an hour), c (p3) 1, and leaves 1 public, which p9 books
+// next. a's request its part cannot serve (the host is full) reclaims
+// p9's two slots booked before the plan, which sit on no part the host
+// has: they are cut, noted and recorded as taken from a's part; c's
+// booking and p9's public one stay, and the earliest search offers the
+// end of the grace period.
+func TestOwnerInstanceReclaimsItsPartBookedBefore(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		hook := &lateHook{}
+		ev := newEnvHost(t, d, 1, func(int) map[string]any { return map[string]any{"ownership_slots": "4"} },
+			instance.Config{Ownership: hook, DB: d}, hostplugin.Config{Ownership: hook})
+		hook.svc = ownership.New(d, ev.hosts, ev.clock.Now)
+		e := &ownEnv{env: ev, own: hook.svc}
+		ctx := context.Background()
+		pa, px, pc := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p9", ProjectID: "p9"}, leases.Caller{UserID: "u-p3", ProjectID: "p3"}
+		create := func(c leases.Caller, name string) *leases.View {
+			t.Helper()
+			v, err := e.svc.Create(ctx, c, leasestest.Request(name, "2030-01-01 10:05", "2030-01-03 00:00", instanceRes(1, 2, 4096, 10, nil)))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return v
+		}
+		x1, xc, x2 := create(px, "x1"), create(pc, "c"), create(px, "x2")
+		e.setPlan(t, 0, ownership.Plan{
+			Consumers: []ownership.Consumer{{ID: "a", Rank: 1, ProjectID: "p1"}, {ID: "c", Rank: 2, ProjectID: "p3"}},
+			Groups:    []ownership.Group{{Name: "g1", Hosts: []string{"1"}}},
+			Entries: []ownership.Entry{{Consumer: "a", Group: "g1", Amount: 2, Partial: true, LendGraceSeconds: 3600},
+				{Consumer: "c", Group: "g1", Amount: 1, Partial: true}},
+		})
+		xp := create(px, "x-public")
+		if got, _ := e.svc.Get(ctx, px, xp.ID); pools(t, got.Reservations[0]) != "1:public" {
+			t.Fatalf("p9's lease after the plan from %s, want the public part", pools(t, got.Reservations[0]))
+		}
+		res := []leases.ReservationRequest{leasestest.Reservation(instanceRes(2, 2, 4096, 10, nil))}
+		if win, err := e.svc.Earliest(ctx, pa, leases.EarliestRequest{Duration: time.Hour, Reservations: res}); err != nil || win.StartDate != "2030-01-01T11:00:00.000000" {
+			t.Fatalf("earliest = %+v, %v; want 11:00, the end of the grace period", win, err)
+		}
+		owner, err := e.svc.Create(ctx, pa, leasestest.Request("a", "2030-01-01 12:00", "2030-01-02 00:00", instanceRes(2, 2, 4096, 10, nil)))
+		if err != nil {
+			t.Fatalf("reclaim of a's part: %v", err)
+		}
+		var ends []string
+		for _, v := range []*leases.View{x1, xc, x2, xp} {
+			got, _ := e.svc.Get(ctx, leases.Caller{UserID: "admin", ProjectID: v.ProjectID, Admin: true}, v.ID)
+			ends = append(ends, got.EndDate)
+		}
+		want := []string{"2030-01-01T12:00:00.000000", "2030-01-03T00:00:00.000000", "2030-01-01T12:00:00.000000", "2030-01-03T00:00:00.000000"}
+		if diff := cmp.Diff(want, ends); diff != "" {
+			t.Fatalf("ends of p9's, c's, p9's and p9's public leases (-want +got):\n%s", diff)
+		}
+		for _, v := range []*leases.View{x1, x2} {
+			got, _ := e.svc.Get(ctx, px, v.ID)
+			if ex := entry(t, got.Reservations[0]); ex.Pool != "owned" || ex.Consumer != "a" || ex.Reclaim == nil || ex.Reclaim.Action != "shortened" || ex.Reclaim.ByLease != owner.ID {
+				t.Fatalf("p9's entry %+v, reclaim %+v", ex, ex.Reclaim)
+			}
+		}
+		a, _ := e.svc.Get(ctx, pa, owner.ID)
+		if ea := entry(t, a.Reservations[0]); ea.Pool != "owned" || ea.Reclaim == nil || (ea.Reclaim.FromLease != x1.ID && ea.Reclaim.FromLease != x2.ID) {
+			t.Fatalf("a's entry %+v, reclaim %+v", ea, ea.Reclaim)
+		}
+		if n := vcpusAt(t, d, "1", t0.Add(2*time.Hour)); n != 8 {
+			t.Fatalf("%d VCPUs booked at 12:00, want 8 (c's and the public slot, a's 2)", n)
+		}
+		// a's part is full from 12:00: its own 2 slots count against it.
+		if _, err := e.svc.Create(ctx, pa, leasestest.Request("a2", "2030-01-01 13:00", "2030-01-01 14:00", instanceRes(1, 2, 4096, 10, nil))); err == nil {
+			t.Fatal("a's third slot was booked on a full part")
+		}
+	})
+}
+
+// TestOwnerInstanceReclaimKeepsOtherPartsRoom: compute-1 counts 4
+// slots; p9 books 2 before the plan, which then gives a (p1) 2 of them
+// and leaves 2 public, of which p9 books 1. a's reclaim cuts p9's 2
+// slots from before the plan to 12:00; until then they count against
+// a's part, not the public one, so the public part still has a slot for
+// p9 before 12:00.
+func TestOwnerInstanceReclaimKeepsOtherPartsRoom(t *testing.T) {
+	each(t, func(t *testing.T, d *db.DB) {
+		hook := &lateHook{}
+		ev := newEnvHost(t, d, 1, func(int) map[string]any { return map[string]any{"ownership_slots": "4"} },
+			instance.Config{Ownership: hook, DB: d}, hostplugin.Config{Ownership: hook})
+		hook.svc = ownership.New(d, ev.hosts, ev.clock.Now)
+		e := &ownEnv{env: ev, own: hook.svc}
+		ctx := context.Background()
+		pa, px := leases.Caller{UserID: "u-p1", ProjectID: "p1"}, leases.Caller{UserID: "u-p9", ProjectID: "p9"}
+		create := func(c leases.Caller, name, start, end string) (*leases.View, error) {
+			return e.svc.Create(ctx, c, leasestest.Request(name, start, end, instanceRes(1, 2, 4096, 10, nil)))
+		}
+		for _, name := range []string{"x1", "x2"} {
+			if _, err := create(px, name, "2030-01-01 10:05", "2030-01-03 00:00"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.setPlan(t, 0, ownership.Plan{
+			Consumers: []ownership.Consumer{{ID: "a", Rank: 1, ProjectID: "p1"}},
+			Groups:    []ownership.Group{{Name: "g1", Hosts: []string{"1"}}},
+			Entries:   []ownership.Entry{{Consumer: "a", Group: "g1", Amount: 2, Partial: true, LendGraceSeconds: 3600}},
+		})
+		if _, err := create(px, "x-public", "2030-01-01 10:05", "2030-01-03 00:00"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Create(ctx, pa, leasestest.Request("a", "2030-01-01 12:00", "2030-01-02 00:00", instanceRes(2, 2, 4096, 10, nil))); err != nil {
+			t.Fatalf("reclaim of a's part: %v", err)
+		}
+		v, err := create(px, "x-before", "2030-01-01 11:00", "2030-01-01 11:30")
+		if err != nil {
+			t.Fatalf("p9's public slot before the reclaim time: %v", err)
+		}
+		if got, _ := e.svc.Get(ctx, px, v.ID); pools(t, got.Reservations[0]) != "1:public" {
+			t.Fatalf("p9's slot before the reclaim time from %s, want the public part", pools(t, got.Reservations[0]))
+		}
+		if _, err := create(px, "x-more", "2030-01-01 11:00", "2030-01-01 11:30"); err == nil {
+			t.Fatal("p9 booked a fifth slot on a full host")
+		}
+	})
+}

@@ -355,6 +355,9 @@ type Order struct {
 	ix     *index
 	// parts are the partly owned hosts' parts in the pools (by host).
 	parts map[string][]PartUse
+	// hostParts are all the parts of every partly owned host, whatever
+	// pools they are in (the view's, shared and never written).
+	hostParts map[string][]Part
 }
 
 // HostOrder returns c's Order, computed once per consumer (a View never
@@ -374,7 +377,7 @@ func (v *View) HostOrder(c string) *Order {
 }
 
 func (v *View) hostOrder(c string) *Order {
-	o := &Order{Pools: v.Order(c), poolOf: map[string]int{}, known: make(map[string]bool, len(v.hosts)), ix: v.ix}
+	o := &Order{Pools: v.Order(c), poolOf: map[string]int{}, known: make(map[string]bool, len(v.hosts)), ix: v.ix, hostParts: v.parts}
 	for i, p := range o.Pools {
 		for _, h := range p.Hosts {
 			o.poolOf[h] = i

@@ -27,6 +27,12 @@ type Booking struct {
 	// Part is the part of a partly owned host the booking draws from
 	// (PartOwner of its pool record; "" without one, or the public part).
 	Part string
+	// Recorded is set when the booking has a pool record (Part says
+	// which part it draws from).
+	Recorded bool
+	// Claim is, for a booking of a partly owned host, the owner of the
+	// part a reclaim takes it back for (Order.PartHeldOutside).
+	Claim string
 }
 
 // Candidate is an owned host a reclaim frees over the owner's window:
@@ -181,13 +187,7 @@ func (o *Order) HeldOutside(host, project string) bool {
 	if !ok || o.Pools[i].Kind != KindOwned {
 		return false
 	}
-	owner := o.Pools[i].Owner
-	for c := o.ix.byProject[project]; c != ""; c = o.ix.cons[c].Parent {
-		if c == owner {
-			return false
-		}
-	}
-	return true
+	return !o.under(project, o.Pools[i].Owner)
 }
 
 // OwnedStages is how many of o's pools, from the first, are the

@@ -145,3 +145,49 @@ func (o *Order) LendableParts(eager bool) map[string]PartGrace {
 	}
 	return out
 }
+
+// PartHeldOutside reports whether booking b of a partly owned host is on
+// owner's part of it and held outside that part's ownership: the owner's
+// to reclaim, as HeldOutside says of a whole host. b is on owner's part
+// when it was drawn from it (its pool record names the part), or when it
+// was drawn from no part the host still has (no record: booked before the
+// plan made the part anyone's; or its recorded part is gone since a
+// recomputation) and its project is below no other consumer holding a
+// part of the host (such a booking may sit on that consumer's part, which
+// a reclaim for owner leaves alone). It is held outside when b's
+// project's consumer is neither owner nor below it (a project outside the
+// tree always is). A booking drawn from another part the host still has,
+// the public one included, is that part's.
+func (o *Order) PartHeldOutside(b Booking, owner string) bool {
+	if o == nil || o.ix == nil || owner == "" {
+		return false
+	}
+	ps := o.hostParts[b.Host]
+	has := func(c string) bool { return slices.ContainsFunc(ps, func(p Part) bool { return p.Owner == c }) }
+	if !has(owner) || o.under(b.Project, owner) {
+		return false
+	}
+	switch {
+	case b.Recorded && b.Part == owner:
+		return true
+	case b.Recorded && has(b.Part):
+		return false
+	}
+	for _, p := range ps {
+		if p.Owner != "" && p.Owner != owner && o.under(b.Project, p.Owner) {
+			return false
+		}
+	}
+	return true
+}
+
+// under reports whether project's consumer is c or one of its
+// descendants.
+func (o *Order) under(project, c string) bool {
+	for x := o.ix.byProject[project]; x != ""; x = o.ix.cons[x].Parent {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}

@@ -253,3 +253,79 @@ func TestLendableParts(t *testing.T) {
 		}
 	}
 }
+
+// TestPartHeldOutside: which bookings of a partly owned host a reclaim
+// for a part's owner takes back. h1 (4 slots): dom keeps 1 private, its
+// children a and b own 1 each, 1 is public; h2: q and r own 2 each (no
+// public part); h3 is whole. PX's project is outside the tree.
+func TestPartHeldOutside(t *testing.T) {
+	hs := []Host{{ID: "h1", Slots: 4}, {ID: "h2", Slots: 4}, {ID: "h3", Slots: 4}}
+	plan := &Plan{
+		Consumers: []Consumer{{ID: "dom", Rank: 1, LendingLimit: -1}, {ID: "q", Rank: 2, Project: "PQ", LendingLimit: -1},
+			{ID: "r", Rank: 3, Project: "PR", LendingLimit: -1},
+			{ID: "a", Parent: "dom", Rank: 1, Project: "PA", LendingLimit: -1},
+			{ID: "b", Parent: "dom", Rank: 2, Project: "PB", LendingLimit: -1}},
+		Groups: []Group{{Name: "g1", Hosts: []string{"h1"}}, {Name: "g2", Hosts: []string{"h2"}}, {Name: "g3", Hosts: []string{"h3"}}},
+		Entries: []Entry{{Consumer: "dom", Group: "g1", Amount: 3, Partial: true},
+			{Consumer: "a", Group: "g1", Amount: 1, Partial: true, Lend: true},
+			{Consumer: "b", Group: "g1", Amount: 1, Partial: true, Lend: true},
+			{Consumer: "q", Group: "g2", Amount: 2, Partial: true},
+			{Consumer: "r", Group: "g2", Amount: 2, Partial: true},
+			{Consumer: "q", Group: "g3", Amount: 1}},
+	}
+	if err := Validate(plan, hs); err != nil {
+		t.Fatal(err)
+	}
+	res := mustRecompute(t, plan, hs, nil)
+	v, err := NewView(plan, hs, res.Ownership)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := offers(v.HostOrder("a"), 1, []string{"h1"}) + " | " + offers(v.HostOrder("q"), v.HostOrder("q").Stages(), []string{"h2", "h3"}); got != "h1=a/1 | h2=q/2 h3=whole" {
+		t.Fatalf("the plan's parts: %s", got)
+	}
+	// A host request takes whole hosts only: a partly owned host is
+	// never one it may use or reclaim, so only slot requests reclaim parts.
+	for _, c := range []string{"a", "q"} {
+		o := v.HostOrder(c)
+		if _, ok := o.Lendable(false)["h1"]; ok || o.Allows(o.Stages(), "h1") || o.Allows(o.Stages(), "h2") {
+			t.Fatalf("%s's host requests may use or reclaim a partly owned host", c)
+		}
+	}
+	rec := func(host, project, part string) Booking {
+		return Booking{Host: host, Project: project, Part: part, Recorded: true}
+	}
+	bare := func(host, project string) Booking { return Booking{Host: host, Project: project} }
+	tests := []struct {
+		name  string
+		owner string
+		b     Booking
+		want  bool
+	}{
+		{"lent from a's part", "a", rec("h1", "PB", "a"), true},
+		{"a's own booking of its part", "a", rec("h1", "PA", "a"), false},
+		{"drawn from a's part by a project outside the tree", "a", rec("h1", "PX", "a"), true},
+		{"booked before the plan, outside the tree", "a", bare("h1", "PX"), true},
+		{"booked before the plan by a's own project", "a", bare("h1", "PA"), false},
+		{"booked before the plan below dom, which holds a part", "a", bare("h1", "PB"), false},
+		{"booked before the plan by q, holding no part of h1", "a", bare("h1", "PQ"), true},
+		{"drawn from the public part the host still has", "a", rec("h1", "PX", ""), false},
+		{"drawn from b's part", "a", rec("h1", "PX", "b"), false},
+		{"drawn from dom's part", "a", rec("h1", "PX", "dom"), false},
+		{"drawn from a part gone since", "a", rec("h1", "PX", "q"), true},
+		{"drawn from a part gone since, below b", "a", rec("h1", "PB", "r"), false},
+		{"drawn from the public part, gone since", "q", rec("h2", "PX", ""), true},
+		{"drawn from the public part, gone since, by a", "q", rec("h2", "PA", ""), true},
+		{"booked before the plan by r, holding the other part", "q", bare("h2", "PR"), false},
+		{"drawn from r's part", "q", rec("h2", "PA", "r"), false},
+		{"an owner with no part of the host", "q", bare("h1", "PX"), false},
+		{"a whole host", "q", bare("h3", "PX"), false},
+		{"no owner", "", bare("h1", "PX"), false},
+	}
+	for _, tc := range tests {
+		o := v.HostOrder(tc.owner)
+		if got := o.PartHeldOutside(tc.b, tc.owner); got != tc.want {
+			t.Errorf("%s: PartHeldOutside(%+v, %q) = %v, want %v", tc.name, tc.b, tc.owner, got, tc.want)
+		}
+	}
+}
