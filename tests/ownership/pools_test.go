@@ -64,6 +64,24 @@ func describe(es []map[string]any) string {
 	return strings.Join(parts, ", ")
 }
 
+// shortenedTo reads lease id (who's) and fails unless it ends at at, to
+// the minute, with its end_lease event there too: a reclaim's cut. It
+// returns the lease and that end in Blazar's date format.
+func shortenedTo(t *testing.T, ts *httptest.Server, val validator.Validator, id, who string, at time.Time) (map[string]any, string) {
+	t.Helper()
+	wantAt := at.Truncate(time.Minute).Format("2006-01-02T15:04:05.000000")
+	b := getLease(t, ts, val, id)
+	if b["end_date"] != wantAt {
+		t.Fatalf("%s's lease ends %v, want %s", who, b["end_date"], wantAt)
+	}
+	for _, ev := range b["events"].([]any) {
+		if ev := ev.(map[string]any); ev["event_type"] == "end_lease" && ev["time"] != wantAt {
+			t.Fatalf("%s's end event at %v, want %s", who, ev["time"], wantAt)
+		}
+	}
+	return b, wantAt
+}
+
 // getLease reads a lease and checks the answer against blazar-v1.yaml.
 func getLease(t *testing.T, ts *httptest.Server, val validator.Validator, id string) map[string]any {
 	t.Helper()
@@ -167,16 +185,7 @@ func TestPoolsLimitsAndReclaim(t *testing.T) {
 		t.Fatalf("reclaim: %d %v", status, body)
 	}
 	owner := body["lease"].(map[string]any)["id"].(string)
-	wantAt := at.Truncate(time.Minute).Format("2006-01-02T15:04:05.000000")
-	b := getLease(t, ts, val, borrower)
-	if b["end_date"] != wantAt {
-		t.Fatalf("PA's lease ends %v, want %s", b["end_date"], wantAt)
-	}
-	for _, ev := range b["events"].([]any) {
-		if ev := ev.(map[string]any); ev["event_type"] == "end_lease" && ev["time"] != wantAt {
-			t.Fatalf("PA's end event at %v, want %s", ev["time"], wantAt)
-		}
-	}
+	b, wantAt := shortenedTo(t, ts, val, borrower, "PA", at)
 	if got := describe(entries(t, b)); got != "owned:a, private:dom lent by b shortened" {
 		t.Fatalf("PA's entries after the reclaim = %s", got)
 	}

@@ -103,16 +103,7 @@ func TestReclaimFromInstanceLease(t *testing.T) {
 		t.Fatalf("reclaim: %d %v", status, body)
 	}
 	owner := body["lease"].(map[string]any)["id"].(string)
-	wantAt := at.Truncate(time.Minute).Format("2006-01-02T15:04:05.000000")
-	b := getLease(t, ts, val, borrower)
-	if b["end_date"] != wantAt {
-		t.Fatalf("PB's lease ends %v, want %s", b["end_date"], wantAt)
-	}
-	for _, ev := range b["events"].([]any) {
-		if ev := ev.(map[string]any); ev["event_type"] == "end_lease" && ev["time"] != wantAt {
-			t.Fatalf("PB's end event at %v, want %s", ev["time"], wantAt)
-		}
-	}
+	b, wantAt := shortenedTo(t, ts, val, borrower, "PB", at)
 	if got := describe(entries(t, b)); got != "private:dom lent by a shortened" {
 		t.Fatalf("PB's entries after the reclaim = %s", got)
 	}
